@@ -1,0 +1,13 @@
+//! Test support shared by every crate of the workspace.
+//!
+//! * [`pcap`]: write Ethernet frames into a classic pcap file (what tshark and tcpdump read);
+//! * [`tshark`]: run Wireshark's dissectors over frames as an *independent oracle* and read back
+//!   malformed-packet markers, expert items and field values;
+//! * [`fixtures`]: load the real captured frames (hex files) with their provenance;
+//! * [`env`]: the rule that a test needing root, namespaces or tshark fails loudly under `CI=true`
+//!   instead of skipping.
+
+pub mod env;
+pub mod fixtures;
+pub mod pcap;
+pub mod tshark;

@@ -1,0 +1,24 @@
+//! Wire formats: checked views (`Frame`, `Packet`, ...) over untrusted bytes and owned
+//! representations (`...Repr`) that parse from and emit into them.
+//!
+//! Conventions, shared by every module here (see smoltcp `src/wire/`):
+//! * a view `Foo<T: AsRef<[u8]>>` has `new_unchecked`, `new_checked` (which calls `check_len`),
+//!   `into_inner`, getters for each field, and setters when `T: AsMut<[u8]>`;
+//! * field offsets live in a private `mod field` of each format as `Field` / `Rest` constants;
+//! * a `FooRepr` has `parse(&Foo<&T>) -> Result<FooRepr>`, `buffer_len()` and
+//!   `emit(&mut Foo<&mut T>)`; emit never panics when the buffer has `buffer_len()` bytes;
+//! * every decoder returns [`Error`] for any byte string instead of panicking.
+
+mod error;
+pub mod field;
+
+pub use error::{Error, Result};
+
+pub mod dcp;
+pub mod ethernet;
+pub mod ip;
+pub mod lldp;
+pub mod pnio;
+pub mod rpc;
+pub mod rt;
+pub mod rta;
