@@ -53,5 +53,8 @@ pub fn require_root() -> bool {
 
 /// Shorthand: the test needs `tshark` on PATH.
 pub fn require_tshark() -> bool {
-    require(has_tool("tshark"), "tshark on PATH (apt-get install tshark)")
+    require(
+        has_tool("tshark"),
+        "tshark on PATH (apt-get install tshark)",
+    )
 }

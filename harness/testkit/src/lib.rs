@@ -5,9 +5,13 @@
 //!   malformed-packet markers, expert items and field values;
 //! * [`fixtures`]: load the real captured frames (hex files) with their provenance;
 //! * [`env`]: the rule that a test needing root, namespaces or tshark fails loudly under `CI=true`
-//!   instead of skipping.
+//!   instead of skipping;
+//! * [`netns`]: network namespaces and veth pairs, removed on drop, and running code inside one;
+//! * [`http`]: a tiny HTTP/1.1 client with raw control, for API tests (including bad requests).
 
 pub mod env;
 pub mod fixtures;
+pub mod http;
+pub mod netns;
 pub mod pcap;
 pub mod tshark;

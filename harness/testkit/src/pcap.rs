@@ -11,8 +11,14 @@ const SNAPLEN: u32 = 65_535;
 /// timestamp `i` milliseconds after the epoch so the order is visible in dissector output.
 pub fn encode(frames: &[Vec<u8>]) -> Vec<u8> {
     let mut out = Vec::new();
-    write_to(&mut out, frames.iter().enumerate().map(|(i, f)| (i as u64 * 1000, f.as_slice())))
-        .expect("writing into a Vec cannot fail");
+    write_to(
+        &mut out,
+        frames
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (i as u64 * 1000, f.as_slice())),
+    )
+    .expect("writing into a Vec cannot fail");
     out
 }
 

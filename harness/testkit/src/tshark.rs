@@ -62,7 +62,9 @@ impl Packet {
 
     /// True when Wireshark flagged the packet as malformed.
     pub fn malformed(&self) -> bool {
-        self.fields.iter().any(|(k, _)| k.starts_with("_ws.malformed"))
+        self.fields
+            .iter()
+            .any(|(k, _)| k.starts_with("_ws.malformed"))
     }
 
     /// Expert items of severity Warning or Error, as their messages.
@@ -190,7 +192,12 @@ pub fn dissect(frames: &[Vec<u8>]) -> Result<Vec<Packet>, String> {
 pub fn dissect_file(path: &Path, extra_args: &[&str]) -> Result<Vec<Packet>, String> {
     let out = Command::new("tshark")
         .arg("-n")
-        .args(["-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE"])
+        .args([
+            "-o",
+            "ip.check_checksum:TRUE",
+            "-o",
+            "udp.check_checksum:TRUE",
+        ])
         .args(extra_args)
         .arg("-r")
         .arg(path)
@@ -204,8 +211,8 @@ pub fn dissect_file(path: &Path, extra_args: &[&str]) -> Result<Vec<Packet>, Str
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    let json: Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| format!("tshark JSON unreadable: {e}"))?;
+    let json: Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("tshark JSON unreadable: {e}"))?;
     let arr = json.as_array().ok_or("tshark JSON is not an array")?;
     Ok(arr
         .iter()
