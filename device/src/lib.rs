@@ -9,5 +9,7 @@
 //! `pub mod stack;` when it lands).
 
 pub mod dataplane;
+pub mod gsdml;
 pub mod image;
+pub mod stack;
 pub mod util;
