@@ -8,8 +8,10 @@
 //! The PROFINET stack lives in `src/stack/` (owned by the stack work; declare it here with
 //! `pub mod stack;` when it lands).
 
+pub mod config;
 pub mod dataplane;
 pub mod gsdml;
 pub mod image;
+pub mod licence;
 pub mod stack;
 pub mod util;

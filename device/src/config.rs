@@ -1,0 +1,629 @@
+//! Service settings (JSON) and the runtime configuration XML (spec 2.11).
+//!
+//! # Settings
+//! A JSON object. Keys are colon paths like `Api:ApiKey`; both the nested form
+//! (`{"Api":{"ApiKey":"x"}}`) and flat keys (`{"Api:ApiKey":"x"}`) are accepted and may be mixed
+//! (flat keys win on conflict). The embedded default (`config/settings.default.json`) is
+//! applied first, so a settings file only needs the keys it changes, and the daemon starts
+//! with no file at all. Unknown keys are ignored with a warning in the log.
+//!
+//! # Runtime configuration XML
+//! Element names are decided in docs/decisions.md ("Runtime configuration XML"); examples in
+//! `device/config/examples/`. Numbers are decimal or `0x` hex.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::dataplane::{Im0Config, ModuleConfig, SubmoduleConfig};
+use crate::image::clamp_area_len;
+
+/// The embedded default settings.
+pub const DEFAULT_SETTINGS_JSON: &str = include_str!("../config/settings.default.json");
+/// The embedded default runtime configuration (used when `Paths:RuntimeConfig` is empty).
+pub const DEFAULT_CONFIG_XML: &str = include_str!("../config/default.xml");
+/// Name shown for the embedded configuration in messages and the fingerprint.
+pub const EMBEDDED_CONFIG_NAME: &str = "<embedded default>";
+
+/// Settings keys the service knows (for the "unknown key" warning).
+const KNOWN_KEYS: &[&str] = &[
+    "Api:ApiKey",
+    "Network:DefaultInterfaceName",
+    "Paths:RuntimeConfig",
+    "Paths:PersistenceDir",
+    "Licence:CertificatePath",
+    "Licence:TrustedPublicKeys",
+    "Licence:RecheckIntervalSeconds",
+    "Timer:HighResolution",
+    "Runtime:AutoStart",
+    "Io:DeliveryWaitMs",
+    "Driver:WatchdogMs",
+    "Driver:SafeInputValue",
+    "Logging:Format",
+    "Logging:Filter",
+    "Dev:SimulatedDataPlane",
+    "Dev:SimControlSocket",
+];
+
+/// Parsed service settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// `Api:ApiKey`; `None` when empty/absent (every loopback request accepted).
+    pub api_key: Option<String>,
+    /// `Network:DefaultInterfaceName`: factory-default NIC (last in the resolution order).
+    pub default_nic: String,
+    /// `Paths:RuntimeConfig`: XML path; `None` = embedded default configuration.
+    pub runtime_config: Option<PathBuf>,
+    /// `Paths:PersistenceDir`: where remanent data is stored.
+    pub persistence_dir: PathBuf,
+    /// `Licence:CertificatePath`.
+    pub licence_path: PathBuf,
+    /// `Licence:TrustedPublicKeys`: hex Ed25519 public keys (trust anchors).
+    pub trusted_keys: Vec<String>,
+    /// `Licence:RecheckIntervalSeconds` (> 0, fractions allowed).
+    pub licence_recheck: std::time::Duration,
+    /// `Timer:HighResolution`: initial high-resolution timer switch.
+    pub high_resolution_timer: bool,
+    /// `Runtime:AutoStart`: start the slave when the daemon starts.
+    pub auto_start: bool,
+    /// `Io:DeliveryWaitMs`: upper bound of the wait for the cyclic thread in `POST /api/io`;
+    /// 0 = automatic (5 send cycles, at least 10 ms).
+    pub delivery_wait_ms: u64,
+    /// `Driver:WatchdogMs` (fingerprint input).
+    pub watchdog_ms: u32,
+    /// `Driver:SafeInputValue` (fingerprint input).
+    pub safe_input_value: u8,
+    /// `Logging:Format`: "text" or "json".
+    pub log_json: bool,
+    /// `Logging:Filter`: tracing env-filter directive (RUST_LOG overrides).
+    pub log_filter: String,
+    /// `Dev:SimulatedDataPlane`: TEST ONLY, use the simulated plane (see `sim.rs`).
+    pub simulated_plane: bool,
+    /// `Dev:SimControlSocket`: TEST ONLY, unix socket of the simulated plane.
+    pub sim_control_socket: Option<PathBuf>,
+    /// Keys present in the file that the service does not know.
+    pub unknown_keys: Vec<String>,
+}
+
+/// Flatten nested JSON objects into colon-path keys.
+fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, Value>) {
+    match v {
+        Value::Object(map) => {
+            for (k, v) in map {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}:{k}")
+                };
+                // Flat keys ("Api:ApiKey") and nested objects both end up as colon paths.
+                flatten(&key, v, out);
+            }
+        }
+        other => {
+            out.insert(prefix.to_string(), other.clone());
+        }
+    }
+}
+
+impl Settings {
+    /// The embedded defaults only.
+    pub fn embedded() -> Settings {
+        Settings::from_json_text(None).expect("embedded default settings are valid")
+    }
+
+    /// Load from a file (embedded defaults first, then the file's keys).
+    pub fn load(path: &Path) -> Result<Settings, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read settings file {}: {e}", path.display()))?;
+        Settings::from_json_text(Some(&text))
+            .map_err(|e| format!("settings file {}: {e}", path.display()))
+    }
+
+    /// Parse settings text layered over the embedded defaults.
+    pub fn from_json_text(text: Option<&str>) -> Result<Settings, String> {
+        let mut map = BTreeMap::new();
+        let defaults: Value =
+            serde_json::from_str(DEFAULT_SETTINGS_JSON).map_err(|e| e.to_string())?;
+        flatten("", &defaults, &mut map);
+        let mut unknown_keys = Vec::new();
+        if let Some(text) = text {
+            let v: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+            if !v.is_object() {
+                return Err("the settings must be a JSON object".into());
+            }
+            let mut user = BTreeMap::new();
+            flatten("", &v, &mut user);
+            for (k, v) in user {
+                if !KNOWN_KEYS.contains(&k.as_str()) && !k.starts_with("Licence:TrustedPublicKeys")
+                {
+                    unknown_keys.push(k.clone());
+                }
+                map.insert(k, v);
+            }
+        }
+        let s = |k: &str| -> Result<String, String> {
+            match map.get(k) {
+                None | Some(Value::Null) => Ok(String::new()),
+                Some(Value::String(s)) => Ok(s.clone()),
+                Some(_) => Err(format!("{k} must be a string")),
+            }
+        };
+        let b = |k: &str| -> Result<bool, String> {
+            match map.get(k) {
+                None | Some(Value::Null) => Ok(false),
+                Some(Value::Bool(b)) => Ok(*b),
+                Some(_) => Err(format!("{k} must be a boolean")),
+            }
+        };
+        let n = |k: &str| -> Result<f64, String> {
+            match map.get(k) {
+                None | Some(Value::Null) => Ok(0.0),
+                Some(Value::Number(n)) => n.as_f64().ok_or_else(|| format!("{k} is not a number")),
+                Some(_) => Err(format!("{k} must be a number")),
+            }
+        };
+        let opt_path = |v: String| {
+            if v.is_empty() {
+                None
+            } else {
+                Some(PathBuf::from(v))
+            }
+        };
+        let trusted_keys = match map.get("Licence:TrustedPublicKeys") {
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(|s| s.to_string())
+                        .ok_or_else(|| "Licence:TrustedPublicKeys must be strings".to_string())
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            Some(Value::String(s)) => vec![s.clone()],
+            _ => return Err("Licence:TrustedPublicKeys must be an array of hex strings".into()),
+        };
+        let recheck = n("Licence:RecheckIntervalSeconds")?;
+        if !(recheck > 0.0 && recheck <= 7.0 * 86400.0) {
+            return Err("Licence:RecheckIntervalSeconds must be in (0, 604800]".into());
+        }
+        let format = s("Logging:Format")?;
+        if !matches!(format.as_str(), "text" | "json") {
+            return Err("Logging:Format must be \"text\" or \"json\"".into());
+        }
+        let safe = n("Driver:SafeInputValue")?;
+        if !(0.0..=255.0).contains(&safe) || safe.fract() != 0.0 {
+            return Err("Driver:SafeInputValue must be an integer 0..255".into());
+        }
+        let wd = n("Driver:WatchdogMs")?;
+        let dw = n("Io:DeliveryWaitMs")?;
+        if !(0.0..=60_000.0).contains(&wd) || !(0.0..=10_000.0).contains(&dw) {
+            return Err("Driver:WatchdogMs / Io:DeliveryWaitMs out of range".into());
+        }
+        let default_nic = s("Network:DefaultInterfaceName")?;
+        let api_key = s("Api:ApiKey")?;
+        Ok(Settings {
+            api_key: if api_key.is_empty() {
+                None
+            } else {
+                Some(api_key)
+            },
+            default_nic,
+            runtime_config: opt_path(s("Paths:RuntimeConfig")?),
+            persistence_dir: PathBuf::from(s("Paths:PersistenceDir")?),
+            licence_path: PathBuf::from(s("Licence:CertificatePath")?),
+            trusted_keys,
+            licence_recheck: std::time::Duration::from_secs_f64(recheck),
+            high_resolution_timer: b("Timer:HighResolution")?,
+            auto_start: b("Runtime:AutoStart")?,
+            delivery_wait_ms: dw as u64,
+            watchdog_ms: wd as u32,
+            safe_input_value: safe as u8,
+            log_json: format == "json",
+            log_filter: s("Logging:Filter")?,
+            simulated_plane: b("Dev:SimulatedDataPlane")?,
+            sim_control_socket: opt_path(s("Dev:SimControlSocket")?),
+            unknown_keys,
+        })
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Runtime configuration XML
+// ------------------------------------------------------------------------------------------
+
+/// The runtime configuration as loaded from the XML.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeConfig {
+    /// Where it came from (path, or [`EMBEDDED_CONFIG_NAME`]).
+    pub source: String,
+    pub station_name: String,
+    pub device_name: String,
+    pub vendor_id: u16,
+    pub device_id: u16,
+    /// `Network/InterfaceName` (may be empty: then the settings default applies).
+    pub interface_name: String,
+    pub ip: Ipv4Addr,
+    pub mask: Ipv4Addr,
+    pub gateway: Ipv4Addr,
+    /// Send clock in milliseconds (1, 2 or 4).
+    pub send_clock_ms: u16,
+    pub modules: Vec<ModuleConfig>,
+    pub im0: Im0Config,
+    /// Summed InputLength (controller -> device), clamped to 1..1440.
+    pub input_len: usize,
+    /// Summed OutputLength (device -> controller), clamped to 1..1440.
+    pub output_len: usize,
+}
+
+fn parse_num(s: &str) -> Option<u64> {
+    let s = s.trim();
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok()
+    } else {
+        s.parse().ok()
+    }
+}
+
+fn child<'a, 'i>(n: roxmltree::Node<'a, 'i>, name: &str) -> Option<roxmltree::Node<'a, 'i>> {
+    n.children()
+        .find(|c| c.is_element() && c.tag_name().name() == name)
+}
+
+fn child_text(n: roxmltree::Node<'_, '_>, name: &str) -> Option<String> {
+    child(n, name).map(|c| c.text().unwrap_or("").trim().to_string())
+}
+
+/// Attribute or child element value.
+fn attr_or_child(n: roxmltree::Node<'_, '_>, name: &str) -> Option<String> {
+    n.attribute(name)
+        .map(|s| s.trim().to_string())
+        .or_else(|| child_text(n, name))
+}
+
+fn num_item<T: TryFrom<u64>>(
+    n: roxmltree::Node<'_, '_>,
+    name: &str,
+    what: &str,
+    default: Option<T>,
+) -> Result<T, String> {
+    match attr_or_child(n, name) {
+        None => default.ok_or_else(|| format!("{what}: missing {name}")),
+        Some(v) => parse_num(&v)
+            .and_then(|x| T::try_from(x).ok())
+            .ok_or_else(|| format!("{what}: {name} '{v}' is not a valid number")),
+    }
+}
+
+fn ip_item(root: roxmltree::Node<'_, '_>, name: &str) -> Result<Ipv4Addr, String> {
+    let net = child(root, "Network");
+    let v = net
+        .and_then(|n| child_text(n, name))
+        .or_else(|| child_text(root, name));
+    match v {
+        None => Ok(Ipv4Addr::UNSPECIFIED),
+        Some(s) if s.is_empty() => Ok(Ipv4Addr::UNSPECIFIED),
+        Some(s) => s
+            .parse()
+            .map_err(|_| format!("{name} '{s}' is not an IPv4 address")),
+    }
+}
+
+/// DNS-label-like check of a PROFINET station name (lower case letters, digits, '-', '.';
+/// labels 1..63, total 1..240, no label starting or ending with '-'). Empty is allowed
+/// (no name: the controller assigns one over DCP).
+pub fn valid_station_name(name: &str) -> bool {
+    if name.is_empty() {
+        return true;
+    }
+    name.len() <= 240
+        && name.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        })
+}
+
+fn parse_sw_revision(s: &str) -> Option<(char, u8, u8, u8)> {
+    let mut chars = s.chars();
+    let prefix = chars.next()?;
+    if !matches!(prefix, 'V' | 'R' | 'P' | 'U' | 'T') {
+        return None;
+    }
+    let parts: Vec<&str> = chars.as_str().split('.').collect();
+    if parts.len() < 3 || parts.len() > 4 {
+        return None;
+    }
+    let p = |i: usize| parts.get(i).map_or(Some(0), |x| x.parse::<u8>().ok());
+    Some((prefix, p(0)?, p(1)?, p(2)?))
+}
+
+impl RuntimeConfig {
+    /// Load the XML from a file (`None` = embedded default).
+    pub fn load(path: Option<&Path>) -> Result<RuntimeConfig, String> {
+        match path {
+            None => RuntimeConfig::parse(DEFAULT_CONFIG_XML, EMBEDDED_CONFIG_NAME),
+            Some(p) => {
+                let meta = std::fs::metadata(p)
+                    .map_err(|e| format!("cannot read configuration {}: {e}", p.display()))?;
+                if meta.len() > 4 * 1024 * 1024 {
+                    return Err(format!(
+                        "configuration {} is larger than 4 MiB",
+                        p.display()
+                    ));
+                }
+                let text = std::fs::read_to_string(p)
+                    .map_err(|e| format!("cannot read configuration {}: {e}", p.display()))?;
+                RuntimeConfig::parse(&text, &p.display().to_string())
+            }
+        }
+    }
+
+    /// Parse XML text. Every error names the source and the offending item.
+    pub fn parse(text: &str, source: &str) -> Result<RuntimeConfig, String> {
+        let doc = roxmltree::Document::parse(text)
+            .map_err(|e| format!("configuration {source}: XML error: {e}"))?;
+        Self::from_doc(&doc, source).map_err(|e| format!("configuration {source}: {e}"))
+    }
+
+    fn from_doc(doc: &roxmltree::Document<'_>, source: &str) -> Result<RuntimeConfig, String> {
+        let root = doc.root_element();
+        let station_name = child_text(root, "StationName").unwrap_or_default();
+        if !valid_station_name(&station_name) {
+            return Err(format!(
+                "StationName '{station_name}' is not a valid PROFINET name"
+            ));
+        }
+        let device_name = child_text(root, "DeviceName").unwrap_or_default();
+        if device_name.len() > 255 {
+            return Err("DeviceName longer than 255 characters".into());
+        }
+        let vendor_id: u16 = num_item(root, "VendorID", "device", None)?;
+        let device_id: u16 = num_item(root, "DeviceID", "device", None)?;
+        let interface_name = child(root, "Network")
+            .and_then(|n| child_text(n, "InterfaceName"))
+            .unwrap_or_default();
+        if !interface_name.is_empty() && !crate::dataplane::valid_nic_name(&interface_name) {
+            return Err(format!(
+                "Network/InterfaceName '{interface_name}' is not a valid name"
+            ));
+        }
+        let ip = ip_item(root, "IpAddress")?;
+        let mask = ip_item(root, "SubnetMask")?;
+        let gateway = ip_item(root, "Gateway")?;
+        let send_clock_ms: u16 = num_item(root, "SendClock", "device", Some(1))?;
+        if !matches!(send_clock_ms, 1 | 2 | 4) {
+            return Err(format!("SendClock {send_clock_ms} ms: must be 1, 2 or 4"));
+        }
+
+        // Identification (I&M0).
+        let ident = child(root, "Identification");
+        let it = |name: &str, default: &str| {
+            ident
+                .and_then(|n| child_text(n, name))
+                .unwrap_or_else(|| default.to_string())
+        };
+        let sw = it("SoftwareRevision", "V1.0.0");
+        let software_revision = parse_sw_revision(&sw).ok_or_else(|| {
+            format!("Identification/SoftwareRevision '{sw}': expected e.g. V1.0.0")
+        })?;
+        let hw = it("HardwareRevision", "1");
+        let hardware_revision = parse_num(&hw)
+            .and_then(|x| u16::try_from(x).ok())
+            .ok_or_else(|| format!("Identification/HardwareRevision '{hw}' is not a number"))?;
+        let order_id = it("OrderId", "");
+        let serial_number = it("SerialNumber", "");
+        if order_id.len() > 20 || serial_number.len() > 16 {
+            return Err("Identification: OrderId max 20, SerialNumber max 16 characters".into());
+        }
+        let product_name = it("ProductName", &device_name);
+        let im_supported_text = it("ImSupported", "0x001E");
+        let im_supported = parse_num(&im_supported_text)
+            .and_then(|x| u16::try_from(x).ok())
+            .ok_or_else(|| format!("Identification/ImSupported '{im_supported_text}'"))?;
+        let im0 = Im0Config {
+            order_id,
+            serial_number,
+            hardware_revision,
+            software_revision,
+            revision_counter: 0,
+            profile_id: 0,
+            profile_specific_type: 0,
+            im_supported,
+            product_name,
+        };
+
+        // Slot layout.
+        let layout = child(root, "SlotLayout").ok_or("missing SlotLayout")?;
+        let mut modules: Vec<ModuleConfig> = Vec::new();
+        let (mut in_sum, mut out_sum) = (0usize, 0usize);
+        for m in layout.children().filter(|c| c.is_element()) {
+            if m.tag_name().name() != "Module" {
+                return Err(format!(
+                    "SlotLayout: unexpected element <{}>",
+                    m.tag_name().name()
+                ));
+            }
+            let slot: u16 = num_item(m, "Slot", "Module", None)?;
+            if slot > 0x7FFF {
+                return Err(format!("Module Slot {slot} out of range 0..0x7FFF"));
+            }
+            let what = format!("Module Slot={slot}");
+            if modules.iter().any(|x| x.slot == slot) {
+                return Err(format!("{what}: duplicate slot"));
+            }
+            let ident: u32 = num_item(m, "ModuleIdentNumber", &what, None)?;
+            let mut subs: Vec<SubmoduleConfig> = Vec::new();
+            for s in m
+                .children()
+                .filter(|c| c.is_element() && c.tag_name().name() == "Submodule")
+            {
+                let subslot: u16 = num_item(s, "Subslot", &what, None)?;
+                let swhat = format!("{what} Submodule Subslot={subslot:#x}");
+                if subs.iter().any(|x| x.subslot == subslot) {
+                    return Err(format!("{swhat}: duplicate subslot"));
+                }
+                let sident: u32 = num_item(s, "SubmoduleIdentNumber", &swhat, None)?;
+                let il: u16 = num_item(s, "InputLength", &swhat, Some(0))?;
+                let ol: u16 = num_item(s, "OutputLength", &swhat, Some(0))?;
+                if il > 1440 || ol > 1440 {
+                    return Err(format!("{swhat}: length above 1440"));
+                }
+                in_sum += il as usize;
+                out_sum += ol as usize;
+                subs.push(SubmoduleConfig {
+                    subslot,
+                    ident: sident,
+                    input_length: il,
+                    output_length: ol,
+                });
+            }
+            if subs.is_empty() {
+                return Err(format!("{what}: no Submodule"));
+            }
+            modules.push(ModuleConfig {
+                slot,
+                ident,
+                submodules: subs,
+            });
+        }
+        let dap = modules
+            .iter()
+            .find(|m| m.slot == 0)
+            .ok_or("SlotLayout: no DAP (Module Slot=0)")?;
+        for need in [0x8000u16, 0x8001] {
+            if !dap.submodules.iter().any(|s| s.subslot == need) {
+                return Err(format!(
+                    "SlotLayout: DAP (slot 0) lacks the {} submodule (Subslot={need:#x})",
+                    if need == 0x8000 { "interface" } else { "port" }
+                ));
+            }
+        }
+        modules.sort_by_key(|m| m.slot);
+        Ok(RuntimeConfig {
+            source: source.to_string(),
+            station_name,
+            device_name,
+            vendor_id,
+            device_id,
+            interface_name,
+            ip,
+            mask,
+            gateway,
+            send_clock_ms,
+            modules,
+            im0,
+            input_len: clamp_area_len(in_sum),
+            output_len: clamp_area_len(out_sum),
+        })
+    }
+}
+
+/// NIC resolution of spec 1.7: `VENDOR_PNET_NIC` -> XML `Network/InterfaceName` -> settings.
+pub fn resolve_nic(env: Option<&str>, cfg: &RuntimeConfig, settings: &Settings) -> String {
+    if let Some(e) = env.map(str::trim).filter(|e| !e.is_empty()) {
+        return e.to_string();
+    }
+    if !cfg.interface_name.is_empty() {
+        return cfg.interface_name.clone();
+    }
+    settings.default_nic.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_defaults_parse() {
+        let s = Settings::embedded();
+        assert!(s.api_key.is_none());
+        assert!(!s.trusted_keys.is_empty());
+        let c = RuntimeConfig::load(None).unwrap();
+        assert!(c.modules.iter().any(|m| m.slot == 0));
+    }
+
+    #[test]
+    fn nested_and_flat_keys() {
+        let a = Settings::from_json_text(Some(r#"{"Api":{"ApiKey":"k1"}}"#)).unwrap();
+        assert_eq!(a.api_key.as_deref(), Some("k1"));
+        let b = Settings::from_json_text(Some(r#"{"Api:ApiKey":"k2"}"#)).unwrap();
+        assert_eq!(b.api_key.as_deref(), Some("k2"));
+        assert!(Settings::from_json_text(Some(r#"{"Api":{"ApiKey":5}}"#)).is_err());
+        assert!(Settings::from_json_text(Some("[1]")).is_err());
+        let u = Settings::from_json_text(Some(r#"{"Foo":{"Bar":1}}"#)).unwrap();
+        assert_eq!(u.unknown_keys, vec!["Foo:Bar".to_string()]);
+    }
+
+    #[test]
+    fn nic_resolution_order() {
+        let s = Settings::embedded();
+        let mut c = RuntimeConfig::load(None).unwrap();
+        c.interface_name = "xmlnic".into();
+        assert_eq!(resolve_nic(Some("envnic"), &c, &s), "envnic");
+        assert_eq!(resolve_nic(Some(" "), &c, &s), "xmlnic");
+        c.interface_name.clear();
+        assert_eq!(resolve_nic(None, &c, &s), s.default_nic);
+    }
+
+    fn xml(layout: &str) -> String {
+        format!(
+            "<PnDeviceConfiguration><StationName>dev-1</StationName><VendorID>0x0493</VendorID>\
+             <DeviceID>1</DeviceID><SlotLayout>{layout}</SlotLayout></PnDeviceConfiguration>"
+        )
+    }
+    const DAP: &str = r#"<Module Slot="0" ModuleIdentNumber="1"><Submodule Subslot="1" SubmoduleIdentNumber="1"/><Submodule Subslot="0x8000" SubmoduleIdentNumber="2"/><Submodule Subslot="0x8001" SubmoduleIdentNumber="3"/></Module>"#;
+
+    #[test]
+    fn sizes_summed_and_clamped() {
+        let l = format!(
+            r#"{DAP}<Module Slot="1" ModuleIdentNumber="0x30"><Submodule Subslot="1" SubmoduleIdentNumber="1" InputLength="1000" OutputLength="0"/><Submodule Subslot="2" SubmoduleIdentNumber="1"><InputLength>1000</InputLength><OutputLength>3</OutputLength></Submodule></Module>"#
+        );
+        let c = RuntimeConfig::parse(&xml(&l), "t").unwrap();
+        assert_eq!(c.input_len, 1440);
+        assert_eq!(c.output_len, 3);
+        let c = RuntimeConfig::parse(&xml(DAP), "t").unwrap();
+        assert_eq!((c.input_len, c.output_len), (1, 1));
+    }
+
+    #[test]
+    fn bad_configs_are_reported() {
+        assert!(RuntimeConfig::parse("<a", "t")
+            .unwrap_err()
+            .contains("XML error"));
+        assert!(RuntimeConfig::parse(&xml(""), "t")
+            .unwrap_err()
+            .contains("DAP"));
+        let nodap_port = r#"<Module Slot="0" ModuleIdentNumber="1"><Submodule Subslot="0x8000" SubmoduleIdentNumber="2"/></Module>"#;
+        assert!(RuntimeConfig::parse(&xml(nodap_port), "t")
+            .unwrap_err()
+            .contains("port"));
+        let dup = format!("{DAP}{DAP}");
+        assert!(RuntimeConfig::parse(&xml(&dup), "t")
+            .unwrap_err()
+            .contains("duplicate"));
+        let badlen = format!(
+            r#"{DAP}<Module Slot="1" ModuleIdentNumber="1"><Submodule Subslot="1" SubmoduleIdentNumber="1" InputLength="x"/></Module>"#
+        );
+        assert!(RuntimeConfig::parse(&xml(&badlen), "t")
+            .unwrap_err()
+            .contains("InputLength"));
+    }
+
+    #[test]
+    fn shipped_examples_parse() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/examples");
+        let mut n = 0;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "xml") {
+                RuntimeConfig::load(Some(&p)).unwrap();
+                n += 1;
+            }
+        }
+        assert!(n >= 2);
+    }
+}
