@@ -1063,16 +1063,12 @@ mod tests {
                 .unwrap(),
             PNIO_DEVICE_INTERFACE
         );
-        assert!(
-            "dea00001-6c97-11d1-8271_00a02442df7d"
-                .parse::<Uuid>()
-                .is_err()
-        );
-        assert!(
-            "dea00001-6c97-11d1-8271-00a02442df7"
-                .parse::<Uuid>()
-                .is_err()
-        );
+        assert!("dea00001-6c97-11d1-8271_00a02442df7d"
+            .parse::<Uuid>()
+            .is_err());
+        assert!("dea00001-6c97-11d1-8271-00a02442df7"
+            .parse::<Uuid>()
+            .is_err());
         // Little-endian wire form of the device interface (as in the S7 connect request).
         assert_eq!(
             PNIO_DEVICE_INTERFACE.to_wire(Endian::Little),

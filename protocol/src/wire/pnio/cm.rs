@@ -1,1 +1,718 @@
-//! (being written)
+//! PNIO-CM messages: the block lists carried in the NDR data of Connect, Control and Release
+//! requests and responses (see [`crate::wire::rpc::PnioRequest`] / `PnioResponse` for the NDR
+//! framing around them).
+//!
+//! * [`ConnectRequest`]: ARBlockReq, IOCRBlockReq*, AlarmCRBlockReq, ExpectedSubmoduleBlockReq*
+//!   and any other block (ARRPCBlockReq, SRInfoBlock, ARFSUBlock, FSParameterBlock,
+//!   PrmServerBlock, MCRBlockReq, ...) kept opaque as [`RawBlock`].
+//! * [`ConnectResponse`]: ARBlockRes, IOCRBlockRes*, AlarmCRBlockRes, ModuleDiffBlock, others
+//!   (e.g. ARServerBlockRes) opaque.
+//! * [`ControlRequest`] / [`ControlResponse`] / [`ReleaseRequest`] / [`ReleaseResponse`]: one
+//!   control block (see [`crate::wire::pnio::control`]) plus opaque blocks (e.g. the
+//!   SubmoduleListBlock after a PrmBeginReq).
+//!
+//! Each aggregate records the block types in wire order (`wire_order`) when parsed, so that
+//! `emit` reproduces the original bytes exactly; built by hand (empty `wire_order`) it emits
+//! in the order AR, IOCRs, AlarmCR, Expected/ModuleDiff, others.
+//!
+//! Fuzz entry point: [`CmMessage::parse`].
+
+use crate::wire::field::Writer;
+use crate::wire::pnio::alarm_cr::{self, AlarmCrBlockReq, AlarmCrBlockRes};
+use crate::wire::pnio::ar::{self, ArBlockReq, ArBlockRes};
+use crate::wire::pnio::block::{blocks, emit_block, BlockHeader, BlockView};
+use crate::wire::pnio::control::{self, ControlBlock};
+use crate::wire::pnio::expected::{self, ExpectedSubmoduleBlockReq};
+use crate::wire::pnio::iocr::{self, IocrBlockReq, IocrBlockRes};
+use crate::wire::pnio::module_diff::{self, ModuleDiffBlock};
+use crate::wire::{Error, Result};
+
+/// Helpers shared by the connection-management block parsers.
+pub(crate) mod util {
+    use crate::wire::field::Reader;
+    use crate::wire::pnio::block::BlockView;
+    use crate::wire::rpc::Uuid;
+    use crate::wire::{Error, Result};
+
+    /// The block has type `t` and BlockVersionHigh 1.
+    pub fn expect(block: &BlockView<'_>, t: u16) -> Result<()> {
+        let h = block.header();
+        if h.block_type != t {
+            return Err(Error::Malformed("unexpected block type"));
+        }
+        if h.version_high != 1 {
+            return Err(Error::Unsupported("BlockVersionHigh other than 1"));
+        }
+        Ok(())
+    }
+    pub fn version(block: &BlockView<'_>) -> (u8, u8) {
+        let h = block.header();
+        (h.version_high, h.version_low)
+    }
+    pub fn uuid(r: &mut Reader<'_>) -> Result<Uuid> {
+        Ok(Uuid(r.array::<16>()?))
+    }
+    pub fn string(r: &mut Reader<'_>, n: usize) -> Result<String> {
+        let b = r.bytes(n)?;
+        String::from_utf8(b.to_vec()).map_err(|_| Error::Malformed("station name is not UTF-8"))
+    }
+    /// The whole block body was consumed.
+    pub fn finish(r: &Reader<'_>) -> Result<()> {
+        if r.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Malformed("trailing bytes in block"))
+        }
+    }
+}
+
+/// A block kept opaque: its header and body bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawBlock {
+    pub header: BlockHeader,
+    pub body: Vec<u8>,
+}
+
+impl RawBlock {
+    pub fn new(block_type: u16, version: (u8, u8), body: Vec<u8>) -> Result<RawBlock> {
+        Ok(RawBlock {
+            header: BlockHeader::for_body(block_type, body.len(), version.0, version.1)?,
+            body,
+        })
+    }
+    pub fn parse(block: &BlockView<'_>) -> RawBlock {
+        RawBlock {
+            header: block.header(),
+            body: block.body().to_vec(),
+        }
+    }
+    pub fn block_type(&self) -> u16 {
+        self.header.block_type
+    }
+    /// Emit with the length computed from the body.
+    pub fn emit(&self, w: &mut Writer) -> Result<()> {
+        emit_block(
+            w,
+            self.header.block_type,
+            (self.header.version_high, self.header.version_low),
+            |w| {
+                w.bytes(&self.body);
+            },
+        )
+    }
+}
+
+/// Parse all blocks of an NDR data area as opaque blocks.
+pub fn parse_raw_blocks(data: &[u8]) -> Result<Vec<RawBlock>> {
+    blocks(data)
+        .map(|b| b.map(|v| RawBlock::parse(&v)))
+        .collect()
+}
+
+/// Kinds used in `wire_order`.
+fn counts_match(order: &[u16], kinds: &[(u16, usize)], other: &[RawBlock]) -> bool {
+    // Every known kind appears exactly as often as stored; every remaining entry is the next
+    // opaque block (same type).
+    let mut other_i = 0;
+    let mut seen = vec![0usize; kinds.len()];
+    for t in order {
+        if let Some(k) = kinds.iter().position(|(kt, _)| kt == t) {
+            seen[k] += 1;
+        } else {
+            match other.get(other_i) {
+                Some(b) if b.block_type() == *t => other_i += 1,
+                _ => return false,
+            }
+        }
+    }
+    other_i == other.len() && seen.iter().zip(kinds).all(|(s, (_, n))| s == n)
+}
+
+/// A Connect request (controller -> device).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectRequest {
+    pub ar: ArBlockReq,
+    pub iocrs: Vec<IocrBlockReq>,
+    pub alarm_cr: Option<AlarmCrBlockReq>,
+    pub expected: Vec<ExpectedSubmoduleBlockReq>,
+    pub other: Vec<RawBlock>,
+    /// Block types in wire order as parsed (empty = canonical order on emit).
+    pub wire_order: Vec<u16>,
+}
+
+impl ConnectRequest {
+    pub fn new(ar: ArBlockReq) -> ConnectRequest {
+        ConnectRequest {
+            ar,
+            iocrs: Vec::new(),
+            alarm_cr: None,
+            expected: Vec::new(),
+            other: Vec::new(),
+            wire_order: Vec::new(),
+        }
+    }
+
+    /// Parse the NDR data of a Connect request. Requires exactly one ARBlockReq and at most one
+    /// AlarmCRBlockReq.
+    pub fn parse(data: &[u8]) -> Result<ConnectRequest> {
+        let mut ar = None;
+        let mut out = ConnectRequest {
+            ar: placeholder_ar(),
+            iocrs: Vec::new(),
+            alarm_cr: None,
+            expected: Vec::new(),
+            other: Vec::new(),
+            wire_order: Vec::new(),
+        };
+        for b in blocks(data) {
+            let b = b?;
+            let t = b.block_type();
+            match t {
+                ar::BLOCK_TYPE_REQ => {
+                    if ar.replace(ArBlockReq::parse(&b)?).is_some() {
+                        return Err(Error::Malformed("two ARBlockReq"));
+                    }
+                }
+                iocr::BLOCK_TYPE_REQ => out.iocrs.push(IocrBlockReq::parse(&b)?),
+                alarm_cr::BLOCK_TYPE_REQ => {
+                    if out.alarm_cr.replace(AlarmCrBlockReq::parse(&b)?).is_some() {
+                        return Err(Error::Malformed("two AlarmCRBlockReq"));
+                    }
+                }
+                expected::BLOCK_TYPE => out.expected.push(ExpectedSubmoduleBlockReq::parse(&b)?),
+                _ => out.other.push(RawBlock::parse(&b)),
+            }
+            out.wire_order.push(t);
+        }
+        out.ar = ar.ok_or(Error::Malformed("Connect request without ARBlockReq"))?;
+        Ok(out)
+    }
+
+    fn kinds(&self) -> [(u16, usize); 4] {
+        [
+            (ar::BLOCK_TYPE_REQ, 1),
+            (iocr::BLOCK_TYPE_REQ, self.iocrs.len()),
+            (
+                alarm_cr::BLOCK_TYPE_REQ,
+                usize::from(self.alarm_cr.is_some()),
+            ),
+            (expected::BLOCK_TYPE, self.expected.len()),
+        ]
+    }
+
+    /// Emit the NDR data (blocks only).
+    pub fn emit(&self) -> Result<Vec<u8>> {
+        let mut w = Writer::new();
+        let order: Vec<u16> = if counts_match(&self.wire_order, &self.kinds(), &self.other) {
+            self.wire_order.clone()
+        } else {
+            let mut o = vec![ar::BLOCK_TYPE_REQ];
+            o.extend(self.iocrs.iter().map(|_| iocr::BLOCK_TYPE_REQ));
+            o.extend(self.alarm_cr.iter().map(|_| alarm_cr::BLOCK_TYPE_REQ));
+            o.extend(self.expected.iter().map(|_| expected::BLOCK_TYPE));
+            o.extend(self.other.iter().map(|b| b.block_type()));
+            o
+        };
+        let (mut i_iocr, mut i_exp, mut i_other) = (0, 0, 0);
+        for t in order {
+            match t {
+                ar::BLOCK_TYPE_REQ => self.ar.emit(&mut w)?,
+                iocr::BLOCK_TYPE_REQ => {
+                    self.iocrs
+                        .get(i_iocr)
+                        .ok_or(Error::Malformed("block order"))?
+                        .emit(&mut w)?;
+                    i_iocr += 1;
+                }
+                alarm_cr::BLOCK_TYPE_REQ => {
+                    if let Some(a) = &self.alarm_cr {
+                        a.emit(&mut w)?;
+                    }
+                }
+                expected::BLOCK_TYPE => {
+                    self.expected
+                        .get(i_exp)
+                        .ok_or(Error::Malformed("block order"))?
+                        .emit(&mut w)?;
+                    i_exp += 1;
+                }
+                _ => {
+                    self.other
+                        .get(i_other)
+                        .ok_or(Error::Malformed("block order"))?
+                        .emit(&mut w)?;
+                    i_other += 1;
+                }
+            }
+        }
+        Ok(w.into_inner())
+    }
+}
+
+fn placeholder_ar() -> ArBlockReq {
+    ArBlockReq {
+        version: (1, 0),
+        ar_type: 0,
+        ar_uuid: crate::wire::rpc::Uuid::NIL,
+        session_key: 0,
+        cm_initiator_mac: [0; 6],
+        cm_initiator_object_uuid: crate::wire::rpc::Uuid::NIL,
+        properties: ar::ArProperties(0),
+        cm_initiator_activity_timeout_factor: 0,
+        cm_initiator_udp_rt_port: 0,
+        cm_initiator_station_name: String::new(),
+    }
+}
+
+/// A Connect response (device -> controller). In a negative response (non-OK PNIOStatus) the
+/// NDR data is usually empty: then every field is empty/`None`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConnectResponse {
+    pub ar: Option<ArBlockRes>,
+    pub iocrs: Vec<IocrBlockRes>,
+    pub alarm_cr: Option<AlarmCrBlockRes>,
+    pub module_diff: Option<ModuleDiffBlock>,
+    pub other: Vec<RawBlock>,
+    /// Block types in wire order as parsed (empty = canonical order on emit).
+    pub wire_order: Vec<u16>,
+}
+
+impl ConnectResponse {
+    pub fn parse(data: &[u8]) -> Result<ConnectResponse> {
+        let mut out = ConnectResponse::default();
+        for b in blocks(data) {
+            let b = b?;
+            let t = b.block_type();
+            match t {
+                ar::BLOCK_TYPE_RES => {
+                    if out.ar.replace(ArBlockRes::parse(&b)?).is_some() {
+                        return Err(Error::Malformed("two ARBlockRes"));
+                    }
+                }
+                iocr::BLOCK_TYPE_RES => out.iocrs.push(IocrBlockRes::parse(&b)?),
+                alarm_cr::BLOCK_TYPE_RES => {
+                    if out.alarm_cr.replace(AlarmCrBlockRes::parse(&b)?).is_some() {
+                        return Err(Error::Malformed("two AlarmCRBlockRes"));
+                    }
+                }
+                module_diff::BLOCK_TYPE => {
+                    if out
+                        .module_diff
+                        .replace(ModuleDiffBlock::parse(&b)?)
+                        .is_some()
+                    {
+                        return Err(Error::Malformed("two ModuleDiffBlock"));
+                    }
+                }
+                _ => out.other.push(RawBlock::parse(&b)),
+            }
+            out.wire_order.push(t);
+        }
+        Ok(out)
+    }
+
+    fn kinds(&self) -> [(u16, usize); 4] {
+        [
+            (ar::BLOCK_TYPE_RES, usize::from(self.ar.is_some())),
+            (iocr::BLOCK_TYPE_RES, self.iocrs.len()),
+            (
+                alarm_cr::BLOCK_TYPE_RES,
+                usize::from(self.alarm_cr.is_some()),
+            ),
+            (
+                module_diff::BLOCK_TYPE,
+                usize::from(self.module_diff.is_some()),
+            ),
+        ]
+    }
+
+    pub fn emit(&self) -> Result<Vec<u8>> {
+        let mut w = Writer::new();
+        let order: Vec<u16> = if counts_match(&self.wire_order, &self.kinds(), &self.other) {
+            self.wire_order.clone()
+        } else {
+            let mut o: Vec<u16> = self.ar.iter().map(|_| ar::BLOCK_TYPE_RES).collect();
+            o.extend(self.iocrs.iter().map(|_| iocr::BLOCK_TYPE_RES));
+            o.extend(self.alarm_cr.iter().map(|_| alarm_cr::BLOCK_TYPE_RES));
+            o.extend(self.module_diff.iter().map(|_| module_diff::BLOCK_TYPE));
+            o.extend(self.other.iter().map(|b| b.block_type()));
+            o
+        };
+        let (mut i_iocr, mut i_other) = (0, 0);
+        for t in order {
+            match t {
+                ar::BLOCK_TYPE_RES => {
+                    if let Some(a) = &self.ar {
+                        a.emit(&mut w)?;
+                    }
+                }
+                iocr::BLOCK_TYPE_RES => {
+                    self.iocrs
+                        .get(i_iocr)
+                        .ok_or(Error::Malformed("block order"))?
+                        .emit(&mut w)?;
+                    i_iocr += 1;
+                }
+                alarm_cr::BLOCK_TYPE_RES => {
+                    if let Some(a) = &self.alarm_cr {
+                        a.emit(&mut w)?;
+                    }
+                }
+                module_diff::BLOCK_TYPE => {
+                    if let Some(m) = &self.module_diff {
+                        m.emit(&mut w)?;
+                    }
+                }
+                _ => {
+                    self.other
+                        .get(i_other)
+                        .ok_or(Error::Malformed("block order"))?
+                        .emit(&mut w)?;
+                    i_other += 1;
+                }
+            }
+        }
+        Ok(w.into_inner())
+    }
+}
+
+/// A Control or Release request or response: one control block, then opaque blocks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControlMessage {
+    pub control: ControlBlock,
+    pub other: Vec<RawBlock>,
+}
+
+/// Control request (PrmEnd, PrmBegin: controller -> device; ApplicationReady: device ->
+/// controller).
+pub type ControlRequest = ControlMessage;
+/// Control response.
+pub type ControlResponse = ControlMessage;
+/// Release request (IODReleaseReq block).
+pub type ReleaseRequest = ControlMessage;
+/// Release response (IODReleaseRes block).
+pub type ReleaseResponse = ControlMessage;
+
+impl ControlMessage {
+    pub fn new(control: ControlBlock) -> ControlMessage {
+        ControlMessage {
+            control,
+            other: Vec::new(),
+        }
+    }
+
+    /// Parse NDR data whose first block is a control block.
+    pub fn parse(data: &[u8]) -> Result<ControlMessage> {
+        let mut it = blocks(data);
+        let first = it.next().ok_or(Error::Truncated)??;
+        let control = ControlBlock::parse(&first)?;
+        let other = it
+            .map(|b| b.map(|v| RawBlock::parse(&v)))
+            .collect::<Result<_>>()?;
+        Ok(ControlMessage { control, other })
+    }
+
+    /// The positive response (control block [`ControlBlock::response`], no other blocks).
+    pub fn response(&self) -> ControlMessage {
+        ControlMessage::new(self.control.response())
+    }
+
+    pub fn emit(&self) -> Result<Vec<u8>> {
+        let mut w = Writer::new();
+        self.control.emit(&mut w)?;
+        for b in &self.other {
+            b.emit(&mut w)?;
+        }
+        Ok(w.into_inner())
+    }
+}
+
+/// Any PNIO-CM connection-management NDR data, classified by its first block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CmMessage {
+    ConnectRequest(ConnectRequest),
+    ConnectResponse(ConnectResponse),
+    Control(ControlMessage),
+    /// Not a connection-management message (e.g. Read/Write data), kept opaque.
+    Other(Vec<RawBlock>),
+}
+
+impl CmMessage {
+    /// Classify and parse NDR data. Fuzz entry point of the connection-management blocks.
+    pub fn parse(data: &[u8]) -> Result<CmMessage> {
+        let first = match blocks(data).next() {
+            None => return Ok(CmMessage::Other(Vec::new())),
+            Some(b) => b?.block_type(),
+        };
+        Ok(match first {
+            ar::BLOCK_TYPE_REQ => CmMessage::ConnectRequest(ConnectRequest::parse(data)?),
+            ar::BLOCK_TYPE_RES => CmMessage::ConnectResponse(ConnectResponse::parse(data)?),
+            t if control::is_control_block_type(t) => {
+                CmMessage::Control(ControlMessage::parse(data)?)
+            }
+            _ => CmMessage::Other(parse_raw_blocks(data)?),
+        })
+    }
+
+    pub fn emit(&self) -> Result<Vec<u8>> {
+        match self {
+            CmMessage::ConnectRequest(m) => m.emit(),
+            CmMessage::ConnectResponse(m) => m.emit(),
+            CmMessage::Control(m) => m.emit(),
+            CmMessage::Other(v) => {
+                let mut w = Writer::new();
+                for b in v {
+                    b.emit(&mut w)?;
+                }
+                Ok(w.into_inner())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::wire::pnio::alarm_cr::AlarmCrProperties;
+    use crate::wire::pnio::ar::{ar_type, ArProperties};
+    use crate::wire::pnio::expected::{
+        DataDescription, ExpectedModule, ExpectedSubmodule, SubmoduleProperties,
+    };
+    use crate::wire::pnio::iocr::{
+        iocr_type, IoObject, IocrApi, IocrProperties, TagHeader, LT_PNIO,
+    };
+    use crate::wire::pnio::module_diff::{
+        ar_info, ident_info, DiffApi, DiffModule, DiffSubmodule, SubmoduleState,
+    };
+    use crate::wire::rpc::Uuid;
+    use proptest::prelude::*;
+
+    pub fn sample_connect_request() -> ConnectRequest {
+        let ar = ArBlockReq {
+            version: (1, 0),
+            ar_type: ar_type::IOCAR,
+            ar_uuid: "6a2a0e1c-9a55-4b0e-8d2e-0f1e2d3c4b5a".parse().unwrap(),
+            session_key: 1,
+            cm_initiator_mac: [0x02, 0x00, 0x00, 0x00, 0x00, 0x01],
+            cm_initiator_object_uuid: Uuid::pnio_object(1, 0x0010, 0x002A),
+            properties: ArProperties(
+                ArProperties::STATE_ACTIVE
+                    | ArProperties::PARAMETERIZATION_SERVER
+                    | ArProperties::STARTUP_MODE_ADVANCED,
+            ),
+            cm_initiator_activity_timeout_factor: 600,
+            cm_initiator_udp_rt_port: 0x8892,
+            cm_initiator_station_name: "plc-sim".into(),
+        };
+        let iocr = |t: u16, r: u16, fid: u16| IocrBlockReq {
+            version: (1, 0),
+            iocr_type: t,
+            iocr_reference: r,
+            lt: LT_PNIO,
+            properties: IocrProperties(IocrProperties::RT_CLASS_1),
+            data_length: 40,
+            frame_id: fid,
+            send_clock_factor: 32,
+            reduction_ratio: 4,
+            phase: 1,
+            sequence: 0,
+            frame_send_offset: 0xFFFF_FFFF,
+            watchdog_factor: 3,
+            data_hold_factor: 3,
+            tag_header: TagHeader::new(0, 6),
+            multicast_mac: [0; 6],
+            apis: vec![IocrApi {
+                api: 0,
+                io_data_objects: vec![
+                    IoObject {
+                        slot: 0,
+                        subslot: 1,
+                        frame_offset: 0,
+                    },
+                    IoObject {
+                        slot: 1,
+                        subslot: 1,
+                        frame_offset: 1,
+                    },
+                ],
+                iocs: vec![IoObject {
+                    slot: 2,
+                    subslot: 1,
+                    frame_offset: 3,
+                }],
+            }],
+        };
+        let mut req = ConnectRequest::new(ar);
+        req.iocrs.push(iocr(iocr_type::INPUT, 1, 0x8001));
+        req.iocrs.push(iocr(iocr_type::OUTPUT, 2, 0xFFFF));
+        req.alarm_cr = Some(AlarmCrBlockReq {
+            version: (1, 0),
+            alarm_cr_type: alarm_cr::ALARM_CR_TYPE,
+            lt: LT_PNIO,
+            properties: AlarmCrProperties(0),
+            rta_timeout_factor: 1,
+            rta_retries: 3,
+            local_alarm_reference: 1,
+            max_alarm_data_length: 200,
+            tag_header_high: TagHeader::new(0, 6),
+            tag_header_low: TagHeader::new(0, 5),
+        });
+        req.expected.push(ExpectedSubmoduleBlockReq {
+            version: (1, 0),
+            modules: vec![
+                ExpectedModule {
+                    api: 0,
+                    slot: 0,
+                    module_ident: 0x0000_0001,
+                    module_properties: 0,
+                    submodules: vec![ExpectedSubmodule {
+                        subslot: 1,
+                        submodule_ident: 1,
+                        properties: SubmoduleProperties(SubmoduleProperties::TYPE_NO_IO),
+                        descriptions: vec![DataDescription::input(0)],
+                    }],
+                },
+                ExpectedModule {
+                    api: 0,
+                    slot: 1,
+                    module_ident: 0x0000_0032,
+                    module_properties: 0,
+                    submodules: vec![ExpectedSubmodule {
+                        subslot: 1,
+                        submodule_ident: 0x0132,
+                        properties: SubmoduleProperties(SubmoduleProperties::TYPE_INPUT_OUTPUT),
+                        descriptions: vec![DataDescription::input(1), DataDescription::output(1)],
+                    }],
+                },
+            ],
+        });
+        req
+    }
+
+    pub fn sample_connect_response(req: &ConnectRequest) -> ConnectResponse {
+        ConnectResponse {
+            ar: Some(ArBlockRes::to_request(&req.ar, [0x02, 0, 0, 0, 0, 0x02])),
+            iocrs: vec![
+                IocrBlockRes::to_request(&req.iocrs[0], 0x8001),
+                IocrBlockRes::to_request(&req.iocrs[1], 0x8002),
+            ],
+            alarm_cr: req
+                .alarm_cr
+                .as_ref()
+                .map(|a| AlarmCrBlockRes::to_request(a, 3, 200)),
+            module_diff: Some(ModuleDiffBlock {
+                version: (1, 0),
+                apis: vec![DiffApi {
+                    api: 0,
+                    modules: vec![DiffModule {
+                        slot: 1,
+                        module_ident: 0x32,
+                        module_state: module_diff::module_state::PROPER_MODULE,
+                        submodules: vec![DiffSubmodule {
+                            subslot: 1,
+                            submodule_ident: 0x0132,
+                            state: SubmoduleState::new(
+                                ar_info::APPLICATION_READY_PENDING,
+                                ident_info::OK,
+                            ),
+                        }],
+                    }],
+                }],
+            }),
+            other: vec![],
+            wire_order: vec![],
+        }
+    }
+
+    #[test]
+    fn connect_round_trip_and_order() {
+        let req = sample_connect_request();
+        let data = req.emit().unwrap();
+        let p = ConnectRequest::parse(&data).unwrap();
+        assert_eq!(p.wire_order, vec![0x0101, 0x0102, 0x0102, 0x0103, 0x0104]);
+        assert_eq!(
+            ConnectRequest {
+                wire_order: vec![],
+                ..p.clone()
+            },
+            req
+        );
+        assert_eq!(p.emit().unwrap(), data);
+        // A recorded non-canonical order is reproduced.
+        let mut q = p.clone();
+        q.wire_order = vec![0x0101, 0x0102, 0x0102, 0x0104, 0x0103];
+        let d2 = q.emit().unwrap();
+        assert_ne!(d2, data);
+        assert_eq!(ConnectRequest::parse(&d2).unwrap().wire_order, q.wire_order);
+        // Inconsistent order falls back to canonical.
+        q.wire_order = vec![0x0101];
+        assert_eq!(q.emit().unwrap(), data);
+
+        let res = sample_connect_response(&req);
+        let d = res.emit().unwrap();
+        let r = ConnectResponse::parse(&d).unwrap();
+        assert_eq!(
+            ConnectResponse {
+                wire_order: vec![],
+                ..r.clone()
+            },
+            res
+        );
+        assert_eq!(r.emit().unwrap(), d);
+        assert!(matches!(
+            CmMessage::parse(&d).unwrap(),
+            CmMessage::ConnectResponse(_)
+        ));
+        assert!(matches!(
+            CmMessage::parse(&data).unwrap(),
+            CmMessage::ConnectRequest(_)
+        ));
+    }
+
+    #[test]
+    fn connect_without_ar_is_error() {
+        let mut w = Writer::new();
+        sample_connect_request().iocrs[0].emit(&mut w).unwrap();
+        assert!(ConnectRequest::parse(&w.into_inner()).is_err());
+        assert_eq!(
+            ConnectResponse::parse(&[]).unwrap(),
+            ConnectResponse::default()
+        );
+    }
+
+    #[test]
+    fn control_round_trip() {
+        let m = ControlMessage {
+            control: ControlBlock::prm_begin_req(Uuid([5; 16]), 9),
+            other: vec![RawBlock::new(0x0119, (1, 0), vec![0, 0]).unwrap()],
+        };
+        let d = m.emit().unwrap();
+        assert_eq!(ControlMessage::parse(&d).unwrap(), m);
+        assert_eq!(m.response().control.block_type, 0x8118);
+        assert!(ControlMessage::parse(&[]).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn parse_never_panics(data in proptest::collection::vec(any::<u8>(), 0..400)) {
+            if let Ok(m) = CmMessage::parse(&data) {
+                // Whatever parses re-emits without error.
+                prop_assert!(m.emit().is_ok());
+            }
+            let _ = ConnectRequest::parse(&data);
+            let _ = ConnectResponse::parse(&data);
+            let _ = ControlMessage::parse(&data);
+        }
+
+        #[test]
+        fn connect_mutations_never_panic(i in 0usize..400, v in any::<u8>()) {
+            let mut d = sample_connect_request().emit().unwrap();
+            if let Some(x) = d.get_mut(i) {
+                *x = v;
+            }
+            if let Ok(m) = CmMessage::parse(&d) {
+                prop_assert!(m.emit().is_ok());
+            }
+        }
+    }
+}
