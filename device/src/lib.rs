@@ -1,17 +1,25 @@
 //! pn-device: the PROFINET IO device service (daemon, runtime state machine, local HTTP API).
 //!
 //! Module map (see docs/architecture-notes/device-service.md):
-//! * [`dataplane`]: the interface the PROFINET stack implements, plus [`dataplane::RawSocketPlane`].
+//! * [`dataplane`]: the interface the PROFINET stack implements, plus
+//!   [`dataplane::RawSocketPlane`] (real probe and link monitor, no PROFINET).
 //! * [`image`]: the process image shared with the stack's cyclic thread.
-//! * `util`: timestamps, hex.
+//! * [`runtime`]: state machine of spec section 3, licence gate, alarms, persistence.
+//! * [`api`]: the HTTP API (hyper 1).
+//! * [`config`]: settings JSON and runtime configuration XML.
+//! * [`licence`], [`persist`], [`alarms`], [`util`].
+//! * [`sim`]: TEST DOUBLE data plane, only with `Dev:SimulatedDataPlane`.
 //!
 //! The PROFINET stack lives in `src/stack/` (owned by the stack work; declare it here with
 //! `pub mod stack;` when it lands).
 
+pub mod alarms;
+pub mod api;
 pub mod config;
 pub mod dataplane;
-pub mod gsdml;
 pub mod image;
 pub mod licence;
-pub mod stack;
+pub mod persist;
+pub mod runtime;
+pub mod sim;
 pub mod util;

@@ -256,11 +256,11 @@ mod tests {
             mac: None,
         };
         let cert = issue(&sk, &payload(any(), 100, 200));
-        assert!(verify(&cert, &[pk_hex.clone()], 150, &id).is_ok());
-        assert!(verify(&cert, &[pk_hex.clone()], 200, &id)
+        assert!(verify(&cert, std::slice::from_ref(&pk_hex), 150, &id).is_ok());
+        assert!(verify(&cert, std::slice::from_ref(&pk_hex), 200, &id)
             .unwrap_err()
             .contains("expired"));
-        assert!(verify(&cert, &[pk_hex.clone()], 50, &id)
+        assert!(verify(&cert, std::slice::from_ref(&pk_hex), 50, &id)
             .unwrap_err()
             .contains("before"));
         let (_, other) = keygen().unwrap();
@@ -275,7 +275,7 @@ mod tests {
             serde_json::from_slice(&b64.decode(v["payload"].as_str().unwrap()).unwrap()).unwrap();
         p.not_after = 10_000;
         v["payload"] = b64.encode(serde_json::to_vec(&p).unwrap()).into();
-        assert!(verify(&v.to_string(), &[pk_hex.clone()], 150, &id).is_err());
+        assert!(verify(&v.to_string(), std::slice::from_ref(&pk_hex), 150, &id).is_err());
         // machine binding
         let b = Binding {
             machine_id: Some("m2".into()),
@@ -283,7 +283,7 @@ mod tests {
             any: None,
         };
         let cert = issue(&sk, &payload(b, 100, 200));
-        assert!(verify(&cert, &[pk_hex.clone()], 150, &id)
+        assert!(verify(&cert, std::slice::from_ref(&pk_hex), 150, &id)
             .unwrap_err()
             .contains("machine"));
         assert!(verify("garbage", &[pk_hex], 150, &id).is_err());

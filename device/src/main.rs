@@ -1,1 +1,214 @@
-fn main() {}
+//! pn-device: PROFINET IO device service daemon.
+//!
+//! ```text
+//! pn-device [--settings FILE] [--config FILE] [--log-format text|json] [--dev-port PORT]
+//! ```
+//! * `--settings`: service settings JSON (else `$PN_DEVICE_SETTINGS`, else
+//!   `/etc/pn-device/settings.json` if it exists, else the embedded defaults only).
+//! * `--config`: runtime configuration XML (overrides `Paths:RuntimeConfig`).
+//! * `--log-format`: overrides `Logging:Format`.
+//! * `--dev-port`: DEVELOPMENT/TEST ONLY: listen on 127.0.0.1:PORT instead of the fixed 18840.
+//!   Tests run each daemon in its own network namespace instead and keep the port fixed.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use pn_device::api;
+use pn_device::config::Settings;
+use pn_device::dataplane::{DataPlane, RawSocketPlane};
+use pn_device::runtime::{Runtime, VERSION};
+use tracing::{error, info, warn};
+
+struct Args {
+    settings: Option<PathBuf>,
+    config: Option<PathBuf>,
+    log_format: Option<String>,
+    dev_port: Option<u16>,
+}
+
+const USAGE: &str =
+    "usage: pn-device [--settings FILE] [--config FILE] [--log-format text|json] [--dev-port PORT]";
+
+fn parse_args() -> Result<Option<Args>, String> {
+    let mut a = Args {
+        settings: None,
+        config: None,
+        log_format: None,
+        dev_port: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut val = |name: &str| {
+            it.next()
+                .ok_or_else(|| format!("{name} needs a value\n{USAGE}"))
+        };
+        match arg.as_str() {
+            "--settings" => a.settings = Some(val("--settings")?.into()),
+            "--config" => a.config = Some(val("--config")?.into()),
+            "--log-format" => {
+                let v = val("--log-format")?;
+                if v != "text" && v != "json" {
+                    return Err("--log-format must be text or json".into());
+                }
+                a.log_format = Some(v);
+            }
+            "--dev-port" => {
+                let v = val("--dev-port")?;
+                a.dev_port = Some(
+                    v.parse()
+                        .map_err(|_| format!("--dev-port: bad port '{v}'"))?,
+                );
+            }
+            "--version" | "-V" => {
+                println!("pn-device {VERSION}");
+                return Ok(None);
+            }
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                return Ok(None);
+            }
+            other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
+        }
+    }
+    Ok(Some(a))
+}
+
+fn init_logging(json: bool, filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(filter))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr()) && !json;
+    let b = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr);
+    if json {
+        b.json().flatten_event(true).init();
+    } else {
+        b.init();
+    }
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(Some(a)) => a,
+        Ok(None) => return ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("pn-device: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let settings_path = args
+        .settings
+        .clone()
+        .or_else(|| std::env::var_os("PN_DEVICE_SETTINGS").map(PathBuf::from))
+        .or_else(|| {
+            let p = PathBuf::from("/etc/pn-device/settings.json");
+            p.exists().then_some(p)
+        });
+    // An explicitly named settings file that is broken stops the daemon at launch: falling back
+    // to defaults would silently drop e.g. the API key.
+    let settings = match &settings_path {
+        Some(p) => match Settings::load(p) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("pn-device: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => Settings::embedded(),
+    };
+    let json = match args.log_format.as_deref() {
+        Some(f) => f == "json",
+        None => settings.log_json,
+    };
+    init_logging(json, &settings.log_filter);
+    match &settings_path {
+        Some(p) => info!("pn-device {VERSION}: settings from {}", p.display()),
+        None => info!("pn-device {VERSION}: no settings file, embedded defaults"),
+    }
+    for k in &settings.unknown_keys {
+        warn!("settings: unknown key '{k}' ignored");
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            error!("cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    rt.block_on(run(args, settings))
+}
+
+async fn run(args: Args, settings: Settings) -> ExitCode {
+    let port = args.dev_port.unwrap_or(api::DEFAULT_PORT);
+    if port != api::DEFAULT_PORT {
+        warn!(
+            "DEVELOPMENT: listening on port {port} instead of {}",
+            api::DEFAULT_PORT
+        );
+    }
+    let listener = match api::bind(port).await {
+        Ok(l) => l,
+        Err(e) => {
+            error!("cannot listen on 127.0.0.1:{port}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let plane: Arc<dyn DataPlane> = if settings.simulated_plane {
+        warn!("TEST MODE: Dev:SimulatedDataPlane is set; the simulated data plane is used");
+        Arc::new(pn_device::sim::SimPlane::new(
+            settings.sim_control_socket.clone(),
+        ))
+    } else {
+        Arc::new(RawSocketPlane::default())
+    };
+    let config_path = args
+        .config
+        .clone()
+        .or_else(|| settings.runtime_config.clone());
+    let env_nic = std::env::var("VENDOR_PNET_NIC").ok();
+    let auto_start = settings.auto_start;
+    let runtime = Runtime::new(settings, plane, env_nic, config_path);
+    runtime.spawn_tasks();
+    info!("listening on 127.0.0.1:{port}");
+    let (sd_tx, sd_rx) = tokio::sync::watch::channel(false);
+    let server = tokio::spawn(api::serve(listener, runtime.clone(), sd_rx));
+    if auto_start {
+        let r = runtime.clone();
+        tokio::spawn(async move {
+            let res = r.start().await;
+            info!("automatic start: {}", res["message"].as_str().unwrap_or(""));
+        });
+    }
+    wait_for_signal().await;
+    info!("shutting down (drain up to {:?})", api::DRAIN);
+    let _ = sd_tx.send(true);
+    let _ = server.await;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), runtime.shutdown()).await;
+    info!("stopped");
+    ExitCode::SUCCESS
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut t), Ok(mut i)) => {
+            tokio::select! {
+                _ = t.recv() => {}
+                _ = i.recv() => {}
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

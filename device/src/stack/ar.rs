@@ -1,1 +1,407 @@
-//! (being written by stack-core)
+//! Application relations: the connect request checked against the configured layout
+//! ([`plan_connect`], pure and unit-tested) and the state of a running AR.
+//!
+//! Error codes of a rejected Connect (PNIOStatus ErrorCode 0xDB, ErrorDecode 0x81 PNIO,
+//! ErrorCode1 = faulty block: 0x01 ARBlockReq, 0x02 IOCRBlockReq, 0x03
+//! ExpectedSubmoduleBlockReq, 0x04 AlarmCRBlockReq, 0x40 CMRPC; ErrorCode2 = the index of the
+//! faulty field or the CMRPC reason) follow IEC 61158-6-10 as used by p-net
+//! (`include/pnet_api.h` PNET_ERROR_CODE_1_*, `src/device/pf_cmdev.c` pf_cmdev_check_*).
+
+use std::collections::BTreeSet;
+
+use pn_protocol::wire::ethernet::{ethertype, EthernetRepr, MacAddr, VlanTag};
+use pn_protocol::wire::pnio::alarm_cr::AlarmCrBlockReq;
+use pn_protocol::wire::pnio::ar::{ar_type, ArBlockReq};
+use pn_protocol::wire::pnio::block::blocks;
+use pn_protocol::wire::pnio::expected::ExpectedSubmoduleBlockReq;
+use pn_protocol::wire::pnio::iocr::{iocr_type, IocrBlockReq, IocrProperties};
+use pn_protocol::wire::pnio::module_diff::{
+    ident_info, module_state, ar_info, DiffApi, DiffModule, DiffSubmodule, ModuleDiffBlock,
+    SubmoduleState,
+};
+use pn_protocol::wire::pnio::PnioStatus;
+use pn_protocol::wire::rt::{self, ApduStatus, DataStatus, FrameId};
+
+use crate::dataplane::ModuleConfig;
+
+use super::cyclic::{ConsumerJob, CopyItem, ProviderJob, CLOCK_UNIT_NS};
+
+/// PNIOStatus of a rejected Connect.
+pub const fn connect_error(code1: u8, code2: u8) -> PnioStatus {
+    PnioStatus::new(PnioStatus::CODE_CONNECT, PnioStatus::DECODE_PNIO, code1, code2)
+}
+
+pub mod err1 {
+    pub const AR_BLOCK: u8 = 0x01;
+    pub const IOCR_BLOCK: u8 = 0x02;
+    pub const EXPECTED_BLOCK: u8 = 0x03;
+    pub const ALARM_CR_BLOCK: u8 = 0x04;
+    pub const CMRPC: u8 = 0x40;
+}
+
+pub mod cmrpc {
+    pub const UNKNOWN_BLOCKS: u8 = 0x01;
+    pub const IOCR_MISSING: u8 = 0x02;
+    pub const WRONG_BLOCK_COUNT: u8 = 0x03;
+    pub const NO_AR_RESOURCES: u8 = 0x04;
+    pub const AR_UUID_UNKNOWN: u8 = 0x05;
+    pub const STATE_CONFLICT: u8 = 0x06;
+}
+
+/// One configured submodule with its offsets in the process image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotEntry {
+    pub slot: u16,
+    pub subslot: u16,
+    pub module_ident: u32,
+    pub submodule_ident: u32,
+    /// Controller -> device bytes (PROFINET "output" data; the API's I area).
+    pub i_len: usize,
+    pub i_off: usize,
+    /// Device -> controller bytes (PROFINET "input" data; the API's Q area).
+    pub q_len: usize,
+    pub q_off: usize,
+}
+
+/// The configured layout with contiguous I and Q areas in configuration order.
+pub fn layout(modules: &[ModuleConfig], i_area: usize, q_area: usize) -> Vec<SlotEntry> {
+    let (mut i, mut q) = (0usize, 0usize);
+    let mut v = Vec::new();
+    for m in modules {
+        for s in &m.submodules {
+            let i_len = usize::from(s.input_length);
+            let q_len = usize::from(s.output_length);
+            // Parts beyond the (clamped) areas are not mapped.
+            let i_ok = i + i_len <= i_area;
+            let q_ok = q + q_len <= q_area;
+            v.push(SlotEntry {
+                slot: m.slot,
+                subslot: s.subslot,
+                module_ident: m.ident,
+                submodule_ident: s.ident,
+                i_len: if i_ok { i_len } else { 0 },
+                i_off: i,
+                q_len: if q_ok { q_len } else { 0 },
+                q_off: q,
+            });
+            i += i_len;
+            q += q_len;
+        }
+    }
+    v
+}
+
+/// A parsed Connect request.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectRequest {
+    pub ar: Option<ArBlockReq>,
+    pub iocrs: Vec<IocrBlockReq>,
+    pub alarm_cr: Option<AlarmCrBlockReq>,
+    pub expected: Vec<ExpectedSubmoduleBlockReq>,
+    /// Other blocks (PrmServer, MCR, ARRPC, ARVendor, ...) by type, ignored.
+    pub other: Vec<u16>,
+}
+
+impl ConnectRequest {
+    pub fn parse(data: &[u8]) -> Result<ConnectRequest, PnioStatus> {
+        let mut c = ConnectRequest::default();
+        for b in blocks(data) {
+            let b = b.map_err(|_| connect_error(err1::CMRPC, cmrpc::UNKNOWN_BLOCKS))?;
+            match b.block_type() {
+                0x0101 => {
+                    if c.ar.is_some() {
+                        return Err(connect_error(err1::CMRPC, cmrpc::WRONG_BLOCK_COUNT));
+                    }
+                    c.ar = Some(ArBlockReq::parse(&b).map_err(|_| connect_error(err1::AR_BLOCK, 0))?);
+                }
+                0x0102 => c
+                    .iocrs
+                    .push(IocrBlockReq::parse(&b).map_err(|_| connect_error(err1::IOCR_BLOCK, 0))?),
+                0x0103 => {
+                    if c.alarm_cr.is_some() {
+                        return Err(connect_error(err1::CMRPC, cmrpc::WRONG_BLOCK_COUNT));
+                    }
+                    c.alarm_cr = Some(
+                        AlarmCrBlockReq::parse(&b).map_err(|_| connect_error(err1::ALARM_CR_BLOCK, 0))?,
+                    );
+                }
+                0x0104 => c.expected.push(
+                    ExpectedSubmoduleBlockReq::parse(&b)
+                        .map_err(|_| connect_error(err1::EXPECTED_BLOCK, 0))?,
+                ),
+                t => c.other.push(t),
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// Everything a successful IO-AR Connect produces.
+#[derive(Debug, Clone)]
+pub struct ConnectPlan {
+    pub input_frame_id: u16,
+    pub output_frame_id: u16,
+    pub input_iocr: IocrBlockReq,
+    pub output_iocr: IocrBlockReq,
+    pub module_diff: Option<ModuleDiffBlock>,
+    /// Submodules that differ from the expectation (IOPS/IOCS BAD).
+    pub wrong: BTreeSet<(u16, u16)>,
+    pub provider: ProviderJob,
+    pub consumer: ConsumerJob,
+    pub period_ns: u64,
+    pub dht_ns: u64,
+}
+
+fn iocr_ok(c: &IocrBlockReq) -> Result<(), PnioStatus> {
+    let e = |f| Err(connect_error(err1::IOCR_BLOCK, f));
+    // Field numbering of ErrorCode2 follows the block layout (p-net pf_cmdev_check_iocr_param).
+    if c.lt != ethertype::PROFINET {
+        return e(6);
+    }
+    let class = c.properties.rt_class() as u32;
+    if class != IocrProperties::RT_CLASS_1 && class != IocrProperties::RT_CLASS_2 {
+        return e(7);
+    }
+    if !(usize::from(rt::C_SDU_MIN_LEN as u16)..=rt::C_SDU_MAX_LEN).contains(&usize::from(c.data_length)) {
+        return e(8);
+    }
+    if !(1..=128).contains(&c.send_clock_factor) {
+        return e(10);
+    }
+    if !(1..=512).contains(&c.reduction_ratio) || !c.reduction_ratio.is_power_of_two() {
+        return e(11);
+    }
+    if c.data_hold_factor == 0 || c.data_hold_factor > 0x1E00 {
+        return e(16);
+    }
+    Ok(())
+}
+
+fn pick_frame_id(requested: u16, class: u32, taken: &[u16]) -> u16 {
+    let (lo, hi) = if class == IocrProperties::RT_CLASS_2 {
+        (0x8000u16, 0xBBFFu16)
+    } else {
+        (0xC000u16, 0xF7FFu16)
+    };
+    if (lo..=hi).contains(&requested) && !taken.contains(&requested) {
+        return requested;
+    }
+    (lo..=hi).find(|f| !taken.contains(f)).unwrap_or(lo)
+}
+
+/// Check an IO-AR connect request against the layout and build the cyclic jobs.
+/// `taken`: frame IDs already used by other ARs. `safe`: value for unused I bytes.
+pub fn plan_connect(
+    req: &ConnectRequest,
+    slots: &[SlotEntry],
+    own_mac: [u8; 6],
+    i_area: usize,
+    safe: u8,
+    taken: &[u16],
+) -> Result<ConnectPlan, PnioStatus> {
+    let ar = req.ar.as_ref().ok_or(connect_error(err1::CMRPC, cmrpc::WRONG_BLOCK_COUNT))?;
+    let inputs: Vec<_> = req.iocrs.iter().filter(|c| c.iocr_type == iocr_type::INPUT).collect();
+    let outputs: Vec<_> = req.iocrs.iter().filter(|c| c.iocr_type == iocr_type::OUTPUT).collect();
+    if inputs.is_empty() || outputs.is_empty() {
+        return Err(connect_error(err1::CMRPC, cmrpc::IOCR_MISSING));
+    }
+    if inputs.len() > 1 || outputs.len() > 1 || req.iocrs.len() != 2 {
+        return Err(connect_error(err1::IOCR_BLOCK, 4));
+    }
+    if req.alarm_cr.is_none() {
+        return Err(connect_error(err1::CMRPC, cmrpc::WRONG_BLOCK_COUNT));
+    }
+    let (ic, oc) = (inputs[0].clone(), outputs[0].clone());
+    iocr_ok(&ic)?;
+    iocr_ok(&oc)?;
+
+    // Expected submodules against the configuration.
+    let mut wrong = BTreeSet::new();
+    let mut diff_modules: Vec<DiffModule> = Vec::new();
+    // (slot, subslot) -> (expected PN-input len, PN-output len)
+    let mut exp_len = std::collections::BTreeMap::new();
+    for blk in &req.expected {
+        for m in &blk.modules {
+            let cfg_mod: Vec<&SlotEntry> = slots.iter().filter(|s| s.slot == m.slot).collect();
+            let module_wrong = cfg_mod.first().map(|s| s.module_ident != m.module_ident);
+            let mut dsubs = Vec::new();
+            for s in &m.submodules {
+                let in_len = s.input().map_or(0, |d| d.data_length);
+                let out_len = s.output().map_or(0, |d| d.data_length);
+                exp_len.insert((m.slot, s.subslot), (usize::from(in_len), usize::from(out_len)));
+                let cfg = cfg_mod.iter().find(|c| c.subslot == s.subslot);
+                let state = match cfg {
+                    None => Some((0, ident_info::NO_SUBMODULE)),
+                    Some(c) if module_wrong == Some(true) || c.submodule_ident != s.submodule_ident => {
+                        Some((c.submodule_ident, ident_info::WRONG))
+                    }
+                    Some(c) if c.q_len != usize::from(in_len) || c.i_len != usize::from(out_len) => {
+                        Some((c.submodule_ident, ident_info::WRONG))
+                    }
+                    Some(_) => None,
+                };
+                if let Some((ident, info)) = state {
+                    wrong.insert((m.slot, s.subslot));
+                    dsubs.push(DiffSubmodule {
+                        subslot: s.subslot,
+                        submodule_ident: ident,
+                        state: SubmoduleState::new(ar_info::OWN, info),
+                    });
+                }
+            }
+            let mstate = match module_wrong {
+                None => Some(module_state::NO_MODULE),
+                Some(true) => Some(module_state::WRONG_MODULE),
+                Some(false) if !dsubs.is_empty() => Some(module_state::PROPER_MODULE),
+                Some(false) => None,
+            };
+            if let Some(ms) = mstate {
+                diff_modules.push(DiffModule {
+                    slot: m.slot,
+                    module_ident: cfg_mod.first().map_or(0, |c| c.module_ident),
+                    module_state: ms,
+                    submodules: if ms == module_state::NO_MODULE { Vec::new() } else { dsubs },
+                });
+            }
+        }
+    }
+    let module_diff = (!diff_modules.is_empty()).then(|| ModuleDiffBlock {
+        version: (1, 0),
+        apis: vec![DiffApi {
+            api: 0,
+            modules: diff_modules,
+        }],
+    });
+    let entry = |slot: u16, subslot: u16| slots.iter().find(|s| s.slot == slot && s.subslot == subslot);
+    let good = |slot: u16, subslot: u16| !wrong.contains(&(slot, subslot)) && entry(slot, subslot).is_some();
+
+    let input_frame_id = pick_frame_id(ic.frame_id, ic.properties.rt_class() as u32, taken);
+    let mut taken2 = taken.to_vec();
+    taken2.push(input_frame_id);
+    let output_frame_id = pick_frame_id(oc.frame_id, oc.properties.rt_class() as u32, &taken2);
+
+    // Provider (input CR) frame template.
+    let c_sdu = usize::from(ic.data_length);
+    let tag = ic.tag_header;
+    let eth = EthernetRepr {
+        dst: MacAddr(ar.cm_initiator_mac),
+        src: MacAddr(own_mac),
+        vlan: Some(VlanTag {
+            pcp: if tag.priority() == 0 { 6 } else { tag.priority() },
+            dei: false,
+            vid: tag.vlan_id(),
+        }),
+        ethertype: ethertype::PROFINET,
+    };
+    let mut frame = vec![0u8; 1600];
+    let mut sdu = vec![0u8; c_sdu];
+    let mut items = Vec::new();
+    let hdr = eth.header_len() + rt::FRAME_ID_LEN;
+    for api in &ic.apis {
+        for o in &api.io_data_objects {
+            let (len, _) = exp_len.get(&(o.slot, o.subslot)).copied().unwrap_or((0, 0));
+            let off = usize::from(o.frame_offset);
+            if off + len + 1 > c_sdu {
+                return Err(connect_error(err1::IOCR_BLOCK, 19));
+            }
+            let ok = good(o.slot, o.subslot);
+            if ok && len > 0 {
+                let e = entry(o.slot, o.subslot).copied();
+                if let Some(e) = e {
+                    items.push(CopyItem {
+                        frame_off: hdr + off,
+                        area_off: e.q_off,
+                        len: len.min(e.q_len),
+                    });
+                }
+            }
+            sdu[off + len] = if ok { 0x80 } else { 0x00 };
+        }
+        for o in &api.iocs {
+            let off = usize::from(o.frame_offset);
+            if off >= c_sdu {
+                return Err(connect_error(err1::IOCR_BLOCK, 20));
+            }
+            sdu[off] = if good(o.slot, o.subslot) { 0x80 } else { 0x00 };
+        }
+    }
+    let st = ApduStatus {
+        cycle_counter: 0,
+        data_status: DataStatus::RUNNING,
+        transfer_status: 0,
+    };
+    let n = rt::build_cyclic_frame(&mut frame, &eth, FrameId(input_frame_id), &sdu, st)
+        .map_err(|_| connect_error(err1::IOCR_BLOCK, 8))?;
+    frame.truncate(n);
+    let step = ic.send_clock_factor.saturating_mul(ic.reduction_ratio);
+    let period_ns = u64::from(step) * CLOCK_UNIT_NS;
+    let provider = ProviderJob {
+        frame,
+        status_at: hdr + c_sdu,
+        items,
+        period_ns,
+        counter_step: step,
+        frame_id: input_frame_id,
+    };
+
+    // Consumer (output CR).
+    let oc_sdu = usize::from(oc.data_length);
+    let mut citems = Vec::new();
+    let mut iops_offs = Vec::new();
+    let mut iocs_offs = Vec::new();
+    for api in &oc.apis {
+        for o in &api.io_data_objects {
+            let (_, len) = exp_len.get(&(o.slot, o.subslot)).copied().unwrap_or((0, 0));
+            let off = usize::from(o.frame_offset);
+            if off + len + 1 > oc_sdu {
+                return Err(connect_error(err1::IOCR_BLOCK, 19));
+            }
+            if good(o.slot, o.subslot) && len > 0 {
+                if let Some(e) = entry(o.slot, o.subslot) {
+                    citems.push(CopyItem {
+                        frame_off: off,
+                        area_off: e.i_off,
+                        len: len.min(e.i_len),
+                    });
+                    iops_offs.push(off + len);
+                }
+            }
+        }
+        for o in &api.iocs {
+            let off = usize::from(o.frame_offset);
+            if off >= oc_sdu {
+                return Err(connect_error(err1::IOCR_BLOCK, 20));
+            }
+            if good(o.slot, o.subslot) && entry(o.slot, o.subslot).is_some_and(|e| e.q_len > 0) {
+                iocs_offs.push(off);
+            }
+        }
+    }
+    let ostep = oc.send_clock_factor.saturating_mul(oc.reduction_ratio);
+    let dht_ns = u64::from(ostep) * CLOCK_UNIT_NS * u64::from(oc.data_hold_factor.max(1));
+    let consumer = ConsumerJob {
+        frame_id: output_frame_id,
+        src: ar.cm_initiator_mac,
+        c_sdu_len: oc_sdu,
+        items: citems,
+        iops_offs,
+        iocs_offs,
+        scratch: vec![safe; i_area],
+        dht_ns,
+        last_counter: None,
+    };
+    let _ = ar_type::IOCAR;
+    Ok(ConnectPlan {
+        input_frame_id,
+        output_frame_id,
+        input_iocr: ic,
+        output_iocr: oc,
+        module_diff,
+        wrong,
+        provider,
+        consumer,
+        period_ns,
+        dht_ns,
+    })
+}
+

@@ -1,1 +1,480 @@
-//! (being written by stack-core)
+//! RT_CLASS_1 cyclic data: the provider (a dedicated real-time thread sending the device's input
+//! frame every SendClockFactor x ReductionRatio x 31.25 us) and the consumer (the controller's
+//! output frames, parsed on the receive thread, with the data-hold watchdog run by the
+//! real-time thread).
+//!
+//! # The real-time thread
+//! * absolute deadlines on `CLOCK_MONOTONIC` (`clock_nanosleep(TIMER_ABSTIME)`); a slot that is
+//!   already over when the thread wakes is counted in `stackMissedTicks` and skipped (no burst
+//!   of catch-up frames);
+//! * timer slack 1 ns (`prctl(PR_SET_TIMERSLACK)`) in precise mode (the high-resolution timer
+//!   switch), the kernel default (50 us) otherwise; `SCHED_FIFO` and `mlockall(MCL_CURRENT)`
+//!   are tried once at thread start and degrade with ONE logged warning each when not
+//!   permitted; in precise mode with `SCHED_FIFO` granted the last ~80 us before a deadline
+//!   are busy-spun;
+//! * per cycle it only reads atomics, copies the Q area with the image's wait-free
+//!   `cyclic_read_output`, patches a pre-built frame and calls `send(2)`: no allocation, no
+//!   blocking lock (the job is taken with `try_lock` only when its generation changed), no
+//!   logging, no tokio.
+//!
+//! # Jobs
+//! The connection manager (`cm.rs`) publishes a [`ProviderJob`] (a frame template plus the
+//! offsets of each submodule's data, IOPS and IOCS) when an IO AR is connected and clears it
+//! when the AR ends. The consumer side gets a [`ConsumerJob`] through [`CyclicShared::consumer`]
+//! (locked only by the receive thread per frame and by the connection manager on AR changes).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+
+use pn_protocol::wire::rt::{ApduStatus, CyclicFrame, DataStatus, FrameId};
+
+use crate::dataplane::SharedCounters;
+use crate::image::{ProcessImage, IOXS_BAD, IOXS_GOOD};
+
+use super::RawLink;
+
+/// Busy-spin window before a deadline in precise mode with SCHED_FIFO.
+const SPIN_NS: u64 = 80_000;
+/// Nanoseconds per SendClockFactor unit.
+pub const CLOCK_UNIT_NS: u64 = 31_250;
+
+/// Monotonic clock in nanoseconds (`CLOCK_MONOTONIC`).
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid pointer to a timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
+
+fn sleep_until_abs(deadline_ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    };
+    loop {
+        // SAFETY: valid timespec; remaining time is not needed with TIMER_ABSTIME.
+        let rc = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc != libc::EINTR {
+            break;
+        }
+    }
+}
+
+/// One data item of the provider frame: copy `len` bytes of the Q area at `q_off` to the frame
+/// at `frame_off` (both absolute, checked at job construction).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyItem {
+    pub frame_off: usize,
+    pub area_off: usize,
+    pub len: usize,
+}
+
+/// What the real-time thread sends for one input CR.
+#[derive(Debug, Clone)]
+pub struct ProviderJob {
+    /// Complete Ethernet frame template (header, FrameID, C_SDU with IOPS/IOCS set, APDU
+    /// status), already padded.
+    pub frame: Vec<u8>,
+    /// Offset of the APDU status in `frame`.
+    pub status_at: usize,
+    /// Q-area data of submodules that match the expectation.
+    pub items: Vec<CopyItem>,
+    /// SendClockFactor x ReductionRatio x 31.25 us.
+    pub period_ns: u64,
+    /// Increment of the APDU CycleCounter per period (SendClockFactor x ReductionRatio).
+    pub counter_step: u16,
+    /// FrameID (for diagnostics).
+    pub frame_id: u16,
+}
+
+/// What the receive thread consumes for one output CR.
+#[derive(Debug, Clone)]
+pub struct ConsumerJob {
+    pub frame_id: u16,
+    /// The controller's MAC (frames from other sources are dropped).
+    pub src: [u8; 6],
+    /// C_SDU length (IOCR DataLength).
+    pub c_sdu_len: usize,
+    /// I-area data: `frame_off` relative to the start of the C_SDU.
+    pub items: Vec<CopyItem>,
+    /// C_SDU offsets of the controller's IOPS for data it sends.
+    pub iops_offs: Vec<usize>,
+    /// C_SDU offsets of the controller's IOCS for the device's data.
+    pub iocs_offs: Vec<usize>,
+    /// Scratch copy of the whole I area (pre-filled with the safe input value).
+    pub scratch: Vec<u8>,
+    /// Data-hold time (DataHoldFactor x period) in ns.
+    pub dht_ns: u64,
+    /// Last CycleCounter seen (duplicate detection).
+    pub last_counter: Option<u16>,
+}
+
+/// State shared between the real-time thread, the receive thread and the connection manager.
+pub struct CyclicShared {
+    pub stop: AtomicBool,
+    /// Precise mode (high-resolution timer switch).
+    pub precise: AtomicBool,
+    /// Base tick when no job runs (SendClockFactor of the configuration).
+    pub base_period_ns: AtomicU64,
+    pub job: Mutex<Option<Arc<ProviderJob>>>,
+    pub job_gen: AtomicU64,
+    pub consumer: Mutex<Option<ConsumerJob>>,
+    /// Monotonic time of the last valid consumer frame.
+    pub last_rx_ns: AtomicU64,
+    /// Data-hold time of the running consumer (0 = watchdog not armed).
+    pub dht_ns: AtomicU64,
+    /// Set by the real-time thread when the data-hold timer expired; cleared by the CM.
+    pub tripped: AtomicBool,
+    /// DataStatus bits driven by the CM: run/stop and station problem indicator.
+    pub provider_run: AtomicBool,
+    pub station_problem: AtomicBool,
+    /// Latest DataStatus received from the controller.
+    pub peer_data_status: AtomicU8,
+    /// Valid consumer frames since the consumer job was installed.
+    pub consumer_frames: AtomicU64,
+    /// Provider frames sent since the job was installed.
+    pub provider_frames: AtomicU64,
+}
+
+impl CyclicShared {
+    pub fn new(base_period_ns: u64, precise: bool) -> Self {
+        CyclicShared {
+            stop: AtomicBool::new(false),
+            precise: AtomicBool::new(precise),
+            base_period_ns: AtomicU64::new(base_period_ns.max(CLOCK_UNIT_NS)),
+            job: Mutex::new(None),
+            job_gen: AtomicU64::new(0),
+            consumer: Mutex::new(None),
+            last_rx_ns: AtomicU64::new(0),
+            dht_ns: AtomicU64::new(0),
+            tripped: AtomicBool::new(false),
+            provider_run: AtomicBool::new(true),
+            station_problem: AtomicBool::new(false),
+            peer_data_status: AtomicU8::new(0),
+            consumer_frames: AtomicU64::new(0),
+            provider_frames: AtomicU64::new(0),
+        }
+    }
+
+    /// Install (Some) or remove (None) the provider job. Called by the CM.
+    pub fn set_job(&self, job: Option<Arc<ProviderJob>>) {
+        let mut g = self.job.lock().unwrap_or_else(|p| p.into_inner());
+        *g = job;
+        self.provider_frames.store(0, Ordering::Relaxed);
+        self.job_gen.fetch_add(1, Ordering::Release);
+    }
+
+    /// Install or remove the consumer job. Removing also disarms the watchdog and marks the
+    /// I area invalid (done under the consumer lock, so the receive thread, the single writer
+    /// of the I area, is not writing at the same time).
+    pub fn set_consumer(&self, job: Option<ConsumerJob>, image: &ProcessImage) {
+        let mut g = self.consumer.lock().unwrap_or_else(|p| p.into_inner());
+        self.dht_ns.store(0, Ordering::Release);
+        self.consumer_frames.store(0, Ordering::Relaxed);
+        if job.is_none() {
+            image.invalidate_input();
+        }
+        *g = job;
+    }
+
+    /// Arm the data-hold watchdog as if a frame had been received now.
+    pub fn arm_watchdog(&self, dht_ns: u64) {
+        self.last_rx_ns.store(mono_ns(), Ordering::Release);
+        self.dht_ns.store(dht_ns, Ordering::Release);
+    }
+}
+
+/// Result of [`consume_frame`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Consumed {
+    /// Valid frame for the running consumer; the I area was updated.
+    Ok,
+    /// No consumer for this FrameID (not ours / no AR).
+    NotOurs,
+    /// Ours but malformed (length) or from the wrong source.
+    Invalid,
+    /// Ours, well formed, but not used (duplicate counter, DataValid off, TransferStatus).
+    Ignored,
+}
+
+/// Consume one cyclic frame (`payload` = bytes after the EtherType, starting at the FrameID).
+/// Runs on the receive thread; the only writer of the I area.
+pub fn consume_frame(
+    shared: &CyclicShared,
+    image: &ProcessImage,
+    src: [u8; 6],
+    payload: &[u8],
+) -> Consumed {
+    let mut guard = match shared.consumer.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    };
+    let Some(job) = guard.as_mut() else {
+        return Consumed::NotOurs;
+    };
+    let Ok(id) = pn_protocol::wire::rt::frame_id(payload) else {
+        return Consumed::Invalid;
+    };
+    if id.0 != job.frame_id {
+        return Consumed::NotOurs;
+    }
+    if src != job.src {
+        return Consumed::Invalid;
+    }
+    let Ok(frame) = CyclicFrame::with_c_sdu_len(payload, job.c_sdu_len) else {
+        return Consumed::Invalid;
+    };
+    let st = frame.apdu_status();
+    shared
+        .peer_data_status
+        .store(st.data_status.0, Ordering::Relaxed);
+    if st.transfer_status != 0 || !st.data_status.data_valid() {
+        return Consumed::Ignored;
+    }
+    if job.last_counter == Some(st.cycle_counter) {
+        return Consumed::Ignored;
+    }
+    job.last_counter = Some(st.cycle_counter);
+    let sdu = frame.c_sdu();
+    for it in &job.items {
+        if let (Some(src), Some(dst)) = (
+            sdu.get(it.frame_off..it.frame_off + it.len),
+            job.scratch.get_mut(it.area_off..it.area_off + it.len),
+        ) {
+            dst.copy_from_slice(src);
+        }
+    }
+    let good = |offs: &[usize]| {
+        offs.iter()
+            .all(|&o| sdu.get(o).is_some_and(|&b| b & 0x80 != 0))
+    };
+    let run = st.data_status.provider_run();
+    let iops = if run && good(&job.iops_offs) {
+        IOXS_GOOD
+    } else {
+        IOXS_BAD
+    };
+    let iocs = if good(&job.iocs_offs) {
+        IOXS_GOOD
+    } else {
+        IOXS_BAD
+    };
+    image.cyclic_write_input(&job.scratch, iops, iocs);
+    shared.last_rx_ns.store(mono_ns(), Ordering::Release);
+    if shared.dht_ns.load(Ordering::Relaxed) == 0 {
+        shared.dht_ns.store(job.dht_ns, Ordering::Release);
+    }
+    shared.consumer_frames.fetch_add(1, Ordering::Relaxed);
+    Consumed::Ok
+}
+
+/// Handle of the running real-time thread.
+pub struct CyclicThread {
+    pub handle: std::thread::JoinHandle<()>,
+}
+
+/// Start the real-time thread.
+pub fn spawn(
+    shared: Arc<CyclicShared>,
+    image: Arc<ProcessImage>,
+    link: Arc<RawLink>,
+    counters: Arc<SharedCounters>,
+) -> std::io::Result<CyclicThread> {
+    let handle = std::thread::Builder::new()
+        .name("pn-cyclic".into())
+        .spawn(move || run(&shared, &image, &link, &counters))?;
+    Ok(CyclicThread { handle })
+}
+
+static FIFO_WARNED: AtomicBool = AtomicBool::new(false);
+static MLOCK_WARNED: AtomicBool = AtomicBool::new(false);
+
+/// Try SCHED_FIFO for the calling thread; returns whether it was granted.
+fn try_sched_fifo() -> bool {
+    let param = libc::sched_param { sched_priority: 60 };
+    // SAFETY: plain syscall on the calling thread with a valid parameter.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc != 0 {
+        if !FIFO_WARNED.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                error = %std::io::Error::last_os_error(),
+                "cyclic thread: SCHED_FIFO not permitted, running with normal priority"
+            );
+        }
+        return false;
+    }
+    true
+}
+
+fn try_mlockall() {
+    // MCL_CURRENT only: MCL_FUTURE would also lock every later thread stack and heap arena of
+    // the whole daemon (tokio workers), which costs far more memory than it buys here.
+    // SAFETY: plain syscall.
+    let rc = unsafe { libc::mlockall(libc::MCL_CURRENT) };
+    if rc != 0 && !MLOCK_WARNED.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            error = %std::io::Error::last_os_error(),
+            "cyclic thread: mlockall not permitted, memory may be paged"
+        );
+    }
+}
+
+fn set_timer_slack(ns: u64) {
+    // SAFETY: prctl with an integer argument.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+}
+
+fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &SharedCounters) {
+    let fifo = try_sched_fifo();
+    try_mlockall();
+    let mut precise = shared.precise.load(Ordering::Relaxed);
+    set_timer_slack(if precise { 1 } else { 50_000 });
+
+    // Everything the loop needs is allocated here, once.
+    let mut q = vec![0u8; crate::image::MAX_AREA_LEN];
+    let mut frame: Vec<u8> = Vec::with_capacity(1600);
+    let mut job: Option<Arc<ProviderJob>> = None;
+    let mut seen_gen = u64::MAX;
+    let mut counter: u16 = 0;
+    let mut have_q = false;
+
+    let mut period = shared.base_period_ns.load(Ordering::Relaxed);
+    let mut next = mono_ns() + period;
+    while !shared.stop.load(Ordering::Acquire) {
+        // Precise-mode switch (rare).
+        let p = shared.precise.load(Ordering::Relaxed);
+        if p != precise {
+            precise = p;
+            set_timer_slack(if precise { 1 } else { 50_000 });
+        }
+        // Wait for the deadline.
+        if precise && fifo {
+            sleep_until_abs(next.saturating_sub(SPIN_NS));
+            while mono_ns() < next {
+                std::hint::spin_loop();
+            }
+        } else {
+            sleep_until_abs(next);
+        }
+        let now = mono_ns();
+        let late = now.saturating_sub(next);
+        counters
+            .stack_max_jitter_us
+            .fetch_max(late / 1000, Ordering::Relaxed);
+        counters.stack_cycles.fetch_add(1, Ordering::Relaxed);
+        counters.heartbeat.fetch_add(1, Ordering::Relaxed);
+        if late >= period {
+            // Whole slots lost: count them, do not send catch-up frames.
+            let missed = late / period;
+            counters
+                .stack_missed_ticks
+                .fetch_add(missed, Ordering::Relaxed);
+            next += missed * period;
+            counter = counter.wrapping_add((missed as u16).wrapping_mul(job.as_ref().map_or(0, |j| j.counter_step)));
+        }
+
+        // New job?
+        let g = shared.job_gen.load(Ordering::Acquire);
+        if g != seen_gen {
+            if let Ok(guard) = shared.job.try_lock() {
+                seen_gen = g;
+                job = guard.clone();
+                drop(guard);
+                match &job {
+                    Some(j) => {
+                        frame.clear();
+                        frame.extend_from_slice(&j.frame); // capacity 1600 >= max frame
+                        period = j.period_ns.max(CLOCK_UNIT_NS);
+                        next = now + period;
+                        have_q = false;
+                    }
+                    None => {
+                        period = shared.base_period_ns.load(Ordering::Relaxed);
+                        next = now + period;
+                    }
+                }
+            }
+        }
+
+        // Watchdog of the consumer.
+        let dht = shared.dht_ns.load(Ordering::Acquire);
+        if dht != 0 {
+            let last = shared.last_rx_ns.load(Ordering::Acquire);
+            if now.saturating_sub(last) > dht {
+                shared.dht_ns.store(0, Ordering::Release);
+                shared.tripped.store(true, Ordering::Release);
+                counters.watchdog_trips.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+
+        // Provider.
+        if let Some(j) = &job {
+            let gen = match image.cyclic_read_output(&mut q) {
+                Ok(gen) => {
+                    have_q = true;
+                    for it in &j.items {
+                        if let (Some(dst), Some(src)) = (
+                            frame.get_mut(it.frame_off..it.frame_off + it.len),
+                            q.get(it.area_off..it.area_off + it.len),
+                        ) {
+                            dst.copy_from_slice(src);
+                        }
+                    }
+                    Some(gen)
+                }
+                // A writer is mid-copy: resend the previous content.
+                Err(_) => None,
+            };
+            let ds = DataStatus::new(
+                true,
+                have_q,
+                shared.provider_run.load(Ordering::Relaxed),
+                !shared.station_problem.load(Ordering::Relaxed),
+            );
+            counter = counter.wrapping_add(j.counter_step);
+            let st = ApduStatus {
+                cycle_counter: counter,
+                data_status: ds,
+                transfer_status: 0,
+            };
+            if let Some(b) = frame.get_mut(j.status_at..) {
+                let _ = st.emit(b);
+            }
+            if link.send(&frame) {
+                counters.tx_frames.fetch_add(1, Ordering::Relaxed);
+                counters.tx_rt_frames.fetch_add(1, Ordering::Relaxed);
+                counters.stack_frames_tx.fetch_add(1, Ordering::Relaxed);
+                counters.cycle_counter.store(u64::from(counter), Ordering::Relaxed);
+                shared.provider_frames.fetch_add(1, Ordering::Relaxed);
+                if let Some(gen) = gen {
+                    image.cyclic_mark_output_sent(gen);
+                }
+            } else {
+                counters.dropped_frames.fetch_add(1, Ordering::Relaxed);
+            }
+        } else {
+            let bp = shared.base_period_ns.load(Ordering::Relaxed);
+            if bp != period {
+                period = bp;
+            }
+        }
+        next += period;
+    }
+}
+
+/// FrameID helper for building templates.
+pub fn frame_id(v: u16) -> FrameId {
+    FrameId(v)
+}

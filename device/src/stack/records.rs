@@ -1,1 +1,381 @@
-//! (being written by stack-core)
+//! Record data of the device: I&M0-4, RealIdentificationData, diagnosis records and user
+//! records, for Read (with an AR or implicit) and Write (single and inside MultipleWrite).
+//!
+//! Errors are PNIORW statuses (ErrorCode 0xDE read / 0xDF write, ErrorDecode 0x80, ErrorCode1
+//! from `pn_protocol::wire::pnio::record::rw_error`), as IEC 61158-6-10 and p-net
+//! (`pf_cmrdr.c`, `pf_cmwrr.c`) answer them.
+
+use std::collections::BTreeMap;
+
+use pn_protocol::wire::field::Writer;
+use pn_protocol::wire::pnio::diagnosis::{
+    ChannelDiagnosis, ChannelProperties, DiagnosisDataRepr, Direction, Severity, Specifier,
+    UserStructure,
+};
+use pn_protocol::wire::pnio::ident::{ApiIdent, IdentificationDataRepr, ModuleIdent, SubmoduleIdent};
+use pn_protocol::wire::pnio::im::{Im0, Im1, Im2, Im3, Im4, ImRecord, SoftwareRevision};
+use pn_protocol::wire::pnio::record::{index, rw_error, RecordAddress};
+use pn_protocol::wire::pnio::PnioStatus;
+
+use crate::dataplane::{DiagnosisEntry, ImRemanent, Im0Config, ModuleConfig, StackConfig, StackEvent};
+
+/// The record store of one running device.
+#[derive(Debug, Clone)]
+pub struct Records {
+    pub vendor_id: u16,
+    pub im0: Im0Config,
+    pub im: ImRemanent,
+    /// Raw I&M1-4 records as written (with BlockHeader), keyed by index.
+    pub im_raw: BTreeMap<u16, Vec<u8>>,
+    /// Other written records keyed by (slot, subslot, index).
+    pub user: BTreeMap<(u16, u16, u16), Vec<u8>>,
+    pub modules: Vec<ModuleConfig>,
+    /// Active device diagnosis entries.
+    pub diags: Vec<DiagnosisEntry>,
+}
+
+/// Diagnosis entry -> DiagnosisData block contents (channel diagnosis, USI 0x8000).
+pub fn channel_properties(d: &DiagnosisEntry, spec: Specifier) -> ChannelProperties {
+    let sev = match d.severity {
+        1 => Severity::MaintenanceRequired,
+        2 => Severity::MaintenanceDemanded,
+        3 => Severity::Qualified,
+        _ => Severity::Fault,
+    };
+    ChannelProperties::new(0, false, sev, spec, Direction::ManufacturerSpecific)
+}
+
+/// The ChannelDiagnosis user structure of one entry.
+pub fn channel_item(d: &DiagnosisEntry, spec: Specifier) -> UserStructure {
+    UserStructure::Channel(vec![ChannelDiagnosis {
+        channel_number: d.channel,
+        properties: channel_properties(d, spec),
+        error_type: d.error_type,
+    }])
+}
+
+fn im1_4_from_remanent(im: &ImRemanent) -> BTreeMap<u16, Vec<u8>> {
+    let mut m = BTreeMap::new();
+    let mut put = |idx: u16, rec: ImRecord| {
+        if let Ok(b) = rec.to_bytes() {
+            m.insert(idx, b);
+        }
+    };
+    // Stored strings are kept as written; the protocol emitter pads/validates them. Invalid
+    // content falls back to the empty (all-space) record.
+    let im1 = ImRecord::Im1(Im1 {
+        tag_function: im.tag_function.trim_end().to_string(),
+        tag_location: im.tag_location.trim_end().to_string(),
+    });
+    put(index::IM1, im1);
+    put(
+        index::IM2,
+        ImRecord::Im2(Im2 {
+            date: im.date.trim_end().to_string(),
+        }),
+    );
+    put(
+        index::IM3,
+        ImRecord::Im3(Im3 {
+            descriptor: im.descriptor.trim_end().to_string(),
+        }),
+    );
+    let mut im4 = Im4::default();
+    let n = im.signature.len().min(im4.signature.len());
+    im4.signature[..n].copy_from_slice(&im.signature[..n]);
+    put(index::IM4, ImRecord::Im4(im4));
+    m
+}
+
+impl Records {
+    pub fn from_config(cfg: &StackConfig) -> Records {
+        let mut user = BTreeMap::new();
+        let mut im_raw = im1_4_from_remanent(&cfg.im);
+        for r in &cfg.records {
+            if (index::IM1..=index::IM4).contains(&r.index) {
+                im_raw.insert(r.index, r.data.clone());
+            } else {
+                user.insert((r.slot, r.subslot, r.index), r.data.clone());
+            }
+        }
+        Records {
+            vendor_id: cfg.vendor_id,
+            im0: cfg.im0.clone(),
+            im: cfg.im.clone(),
+            im_raw,
+            user,
+            modules: cfg.modules.clone(),
+            diags: Vec::new(),
+        }
+    }
+
+    /// Module and submodule ident of a configured (slot, subslot).
+    pub fn idents(&self, slot: u16, subslot: u16) -> Option<(u32, u32)> {
+        self.modules
+            .iter()
+            .find(|m| m.slot == slot)
+            .and_then(|m| {
+                m.submodules
+                    .iter()
+                    .find(|s| s.subslot == subslot)
+                    .map(|s| (m.ident, s.ident))
+            })
+    }
+
+    fn exists(&self, slot: u16, subslot: u16) -> bool {
+        self.idents(slot, subslot).is_some()
+    }
+
+    fn im0_record(&self) -> Vec<u8> {
+        let c = &self.im0;
+        let sw = c.software_revision;
+        let prefix = if sw.0.is_ascii_graphic() { sw.0 as u8 } else { b'V' };
+        let order_id: String = c.order_id.chars().filter(|ch| ch.is_ascii() && !ch.is_ascii_control()).take(20).collect();
+        let serial: String = c.serial_number.chars().filter(|ch| ch.is_ascii() && !ch.is_ascii_control()).take(16).collect();
+        let rec = ImRecord::Im0(Im0 {
+            vendor_id: self.vendor_id,
+            order_id,
+            serial_number: serial,
+            hardware_revision: c.hardware_revision,
+            software_revision: SoftwareRevision {
+                prefix,
+                functional_enhancement: sw.1,
+                bug_fix: sw.2,
+                internal_change: sw.3,
+            },
+            revision_counter: c.revision_counter,
+            profile_id: c.profile_id,
+            profile_specific_type: c.profile_specific_type,
+            version: (1, 1),
+            supported: c.im_supported,
+        });
+        rec.to_bytes().unwrap_or_default()
+    }
+
+    fn ident_data(&self, slot: Option<u16>, subslot: Option<u16>) -> Vec<u8> {
+        let modules = self
+            .modules
+            .iter()
+            .filter(|m| slot.is_none_or(|s| s == m.slot))
+            .map(|m| ModuleIdent {
+                slot: m.slot,
+                module_ident: m.ident,
+                submodules: m
+                    .submodules
+                    .iter()
+                    .filter(|s| subslot.is_none_or(|x| x == s.subslot))
+                    .map(|s| SubmoduleIdent {
+                        subslot: s.subslot,
+                        submodule_ident: s.ident,
+                    })
+                    .collect(),
+            })
+            .collect();
+        IdentificationDataRepr::real(vec![ApiIdent { api: 0, modules }])
+            .to_bytes()
+            .unwrap_or_default()
+    }
+
+    fn diag_data(&self, slot: Option<u16>, subslot: Option<u16>, maint: Option<u8>) -> Vec<u8> {
+        let mut w = Writer::new();
+        for d in &self.diags {
+            if slot.is_some_and(|s| s != d.slot) || subslot.is_some_and(|s| s != d.subslot) {
+                continue;
+            }
+            if let Some(m) = maint {
+                if d.severity != m {
+                    continue;
+                }
+            }
+            let repr = DiagnosisDataRepr {
+                version_low: 1,
+                api: 0,
+                slot: d.slot,
+                subslot: d.subslot,
+                channel_number: d.channel,
+                channel_properties: channel_properties(d, Specifier::Appears),
+                items: channel_item(d, Specifier::Appears),
+            };
+            let _ = repr.emit(&mut w);
+        }
+        w.into_inner()
+    }
+
+    /// Read a record. `Err` is the negative PNIOStatus of the read response.
+    pub fn read(&self, a: &RecordAddress) -> Result<Vec<u8>, PnioStatus> {
+        let sub_level = a.index < 0xC000 && a.index >= 0x8000 || a.index <= index::USER_MAX;
+        if sub_level && !self.exists(a.slot, a.subslot) {
+            return Err(rw_error::read(rw_error::ACC_INVALID_SLOT_SUBSLOT, 0));
+        }
+        let (sl, ss) = (Some(a.slot), Some(a.subslot));
+        match a.index {
+            index::IM0 => Ok(self.im0_record()),
+            i @ index::IM1..=index::IM4 => {
+                let bit = 1u16 << (i - index::IM0);
+                if self.im0.im_supported & bit == 0 {
+                    return Err(rw_error::read(rw_error::ACC_INVALID_INDEX, 0));
+                }
+                self.im_raw
+                    .get(&i)
+                    .cloned()
+                    .ok_or(rw_error::read(rw_error::ACC_INVALID_INDEX, 0))
+            }
+            index::SUB_REAL_IDENTIFICATION_DATA => Ok(self.ident_data(sl, ss)),
+            index::SLOT_REAL_IDENTIFICATION_DATA => Ok(self.ident_data(sl, None)),
+            index::AR_REAL_IDENTIFICATION_DATA | index::API_REAL_IDENTIFICATION_DATA => {
+                Ok(self.ident_data(None, None))
+            }
+            index::SUB_DIAGNOSIS_CHANNEL | index::SUB_DIAGNOSIS_ALL | index::SUB_DIAGNOSIS_DMQS => {
+                Ok(self.diag_data(sl, ss, None))
+            }
+            index::SUB_MAINTENANCE_REQUIRED_CHANNEL | index::SUB_MAINTENANCE_REQUIRED_ALL => {
+                Ok(self.diag_data(sl, ss, Some(1)))
+            }
+            index::SUB_MAINTENANCE_DEMANDED_CHANNEL | index::SUB_MAINTENANCE_DEMANDED_ALL => {
+                Ok(self.diag_data(sl, ss, Some(2)))
+            }
+            index::SLOT_DIAGNOSIS_CHANNEL | index::SLOT_DIAGNOSIS_ALL | index::SLOT_DIAGNOSIS_DMQS => {
+                Ok(self.diag_data(sl, None, None))
+            }
+            index::AR_DIAGNOSIS_CHANNEL
+            | index::AR_DIAGNOSIS_ALL
+            | index::AR_DIAGNOSIS_DMQS
+            | index::API_DIAGNOSIS_CHANNEL
+            | index::API_DIAGNOSIS_ALL
+            | index::API_DIAGNOSIS_DMQS
+            | index::DEVICE_DIAGNOSIS_DMQS => Ok(self.diag_data(None, None, None)),
+            i if i <= index::USER_MAX => self
+                .user
+                .get(&(a.slot, a.subslot, i))
+                .cloned()
+                .ok_or(rw_error::read(rw_error::ACC_INVALID_INDEX, 0)),
+            _ => Err(rw_error::read(rw_error::ACC_INVALID_INDEX, 0)),
+        }
+    }
+
+    /// Write a record. `Ok(Some(event))` when the runtime must persist it.
+    pub fn write(&mut self, a: &RecordAddress, data: &[u8]) -> Result<Option<StackEvent>, PnioStatus> {
+        if !self.exists(a.slot, a.subslot) {
+            return Err(rw_error::write(rw_error::ACC_INVALID_SLOT_SUBSLOT, 0));
+        }
+        let ev = |data: &[u8]| StackEvent::RecordWritten {
+            slot: a.slot,
+            subslot: a.subslot,
+            index: a.index,
+            data: data.to_vec(),
+        };
+        match a.index {
+            index::IM0 => Err(rw_error::write(rw_error::ACC_ACCESS_DENIED, 0)),
+            i @ index::IM1..=index::IM4 => {
+                let bit = 1u16 << (i - index::IM0);
+                if self.im0.im_supported & bit == 0 {
+                    return Err(rw_error::write(rw_error::ACC_INVALID_INDEX, 0));
+                }
+                let expected_type = 0x0020 + (i - index::IM0);
+                match ImRecord::parse(data) {
+                    Ok(rec) if rec.block_type() == expected_type => {
+                        match &rec {
+                            ImRecord::Im1(r) => {
+                                self.im.tag_function = r.tag_function.clone();
+                                self.im.tag_location = r.tag_location.clone();
+                            }
+                            ImRecord::Im2(r) => self.im.date = r.date.clone(),
+                            ImRecord::Im3(r) => self.im.descriptor = r.descriptor.clone(),
+                            ImRecord::Im4(r) => self.im.signature = r.signature.to_vec(),
+                            _ => {}
+                        }
+                        self.im_raw.insert(i, data.to_vec());
+                        Ok(Some(ev(data)))
+                    }
+                    Ok(_) => Err(rw_error::write(rw_error::ACC_INVALID_TYPE, 0)),
+                    Err(_) => Err(rw_error::write(rw_error::ACC_WRITE_LENGTH_ERROR, 0)),
+                }
+            }
+            i if i <= index::USER_MAX => {
+                self.user.insert((a.slot, a.subslot, i), data.to_vec());
+                Ok(Some(ev(data)))
+            }
+            // Parameter records a controller writes during start-up (PDPortDataCheck,
+            // PDInterfaceAdjust, ...): accepted and kept for this run only.
+            i if i < index::IM0 => {
+                self.user.insert((a.slot, a.subslot, i), data.to_vec());
+                Ok(None)
+            }
+            _ => Err(rw_error::write(rw_error::ACC_INVALID_INDEX, 0)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataplane::SubmoduleConfig;
+
+    fn records() -> Records {
+        Records {
+            vendor_id: 0x1234,
+            im0: Im0Config {
+                order_id: "ORDER-1".into(),
+                serial_number: "SN1".into(),
+                hardware_revision: 1,
+                software_revision: ('V', 1, 2, 3),
+                revision_counter: 0,
+                profile_id: 0,
+                profile_specific_type: 0,
+                im_supported: 0x1E,
+                product_name: "x".into(),
+            },
+            im: ImRemanent::default(),
+            im_raw: im1_4_from_remanent(&ImRemanent::default()),
+            user: BTreeMap::new(),
+            modules: vec![ModuleConfig {
+                slot: 0,
+                ident: 1,
+                submodules: vec![SubmoduleConfig {
+                    subslot: 1,
+                    ident: 2,
+                    input_length: 0,
+                    output_length: 0,
+                }],
+            }],
+            diags: vec![],
+        }
+    }
+
+    #[test]
+    fn im0_read_and_unknown_index() {
+        let r = records();
+        let a = RecordAddress::new(0, 0, 1, index::IM0);
+        let d = r.read(&a).unwrap();
+        match ImRecord::parse(&d).unwrap() {
+            ImRecord::Im0(im0) => {
+                assert_eq!(im0.vendor_id, 0x1234);
+                assert_eq!(im0.order_id.trim_end(), "ORDER-1");
+            }
+            other => panic!("{other:?}"),
+        }
+        let e = r.read(&RecordAddress::new(0, 0, 1, 0xFBFF)).unwrap_err();
+        assert_eq!(e.to_bytes(), [0xDE, 0x80, 0xB0, 0x00]);
+        let e = r.read(&RecordAddress::new(0, 9, 1, index::IM0)).unwrap_err();
+        assert_eq!(e.to_bytes(), [0xDE, 0x80, 0xB2, 0x00]);
+    }
+
+    #[test]
+    fn im1_write_emits_event() {
+        let mut r = records();
+        let rec = ImRecord::Im1(Im1 {
+            tag_function: "PUMP".into(),
+            tag_location: "HALL".into(),
+        })
+        .to_bytes()
+        .unwrap();
+        let a = RecordAddress::new(0, 0, 1, index::IM1);
+        let ev = r.write(&a, &rec).unwrap();
+        assert!(matches!(ev, Some(StackEvent::RecordWritten { index: 0xAFF1, .. })));
+        assert_eq!(r.read(&a).unwrap(), rec);
+        assert_eq!(r.im.tag_function.trim_end(), "PUMP");
+        // Wrong block type for the index.
+        let e = r.write(&RecordAddress::new(0, 0, 1, index::IM2), &rec).unwrap_err();
+        assert_eq!(e.to_bytes()[..3], [0xDF, 0x80, 0xB9]);
+    }
+}

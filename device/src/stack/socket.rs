@@ -1,1 +1,444 @@
-//! (being written by stack-l2)
+//! The data-plane socket: raw Ethernet on the PROFINET NIC (Linux `AF_PACKET`, `SOCK_RAW`).
+//!
+//! # Why libc `AF_PACKET` directly (and not pnet_datalink)
+//! pnet_datalink opens `ETH_P_ALL` sockets and gives no way to attach a socket filter before the
+//! socket starts receiving, to set `PACKET_IGNORE_OUTGOING`, or to send from a caller buffer
+//! without its internal copy. This module needs all three, so it talks to the kernel itself.
+//! The driver probe of the service (`dataplane::open_raw_socket`, used by `RawSocketPlane` and
+//! by the plane's `probe`) stays where it is; [`PnSocket::open`] uses the same NIC checks and
+//! error form ([`ProbeError`]) so a failure here means the same `ConfigError` as there.
+//!
+//! # What reaches the process: a classic BPF filter
+//! The socket is bound with protocol `ETH_P_ALL` so one socket sees PROFINET RT (0x8892), LLDP
+//! (0x88CC) and 802.1Q-tagged RT frames. On a busy NIC `ETH_P_ALL` alone would copy every frame
+//! (TCP, ARP, multicast, ...) into the socket queue and wake the receive thread for each; under
+//! load the queue overflows and PROFINET frames are dropped with the rest. The kernel therefore
+//! runs [`FILTER`] on each frame before queueing it and passes only:
+//! * EtherType 0x8892 (PROFINET RT: cyclic, alarms, DCP),
+//! * EtherType 0x88CC (LLDP),
+//! * TPID 0x8100 with inner EtherType 0x8892 (priority-tagged RT frames when the NIC does not
+//!   strip tags). With hardware VLAN offload the kernel has already removed the tag and the
+//!   filter sees 0x8892 at offset 12; the frame then arrives untagged (the tag is in the
+//!   `PACKET_AUXDATA` control message, which this module does not request: PROFINET only uses
+//!   the priority, and parsing does not depend on it).
+//!
+//! The filter is attached to a socket created with protocol 0 (which receives nothing) before
+//! the socket is bound to `ETH_P_ALL` on the NIC, so not a single unfiltered frame is queued.
+//!
+//! # Own frames
+//! An `ETH_P_ALL` packet socket also sees the frames the host sends on the NIC
+//! (`PACKET_OUTGOING`), including our own cyclic frames: at 1 ms that would double the receive
+//! load and feed our own LLDP/DCP frames back to the responders. `PACKET_IGNORE_OUTGOING`
+//! (Linux 4.20+) drops them in the kernel; on older kernels [`PnSocket::recv`] drops them by the
+//! `sll_pkttype` of each received frame. Frames of other sockets of this host (e.g. a test
+//! controller on the same NIC) are outgoing too and are not seen either; tests use a veth pair.
+//!
+//! # Threads
+//! [`PnSocket::send`] is non-allocating (it sends the caller's buffer with `send(2)` on the
+//! bound socket) and usable from the cyclic thread. [`PnSocket::try_clone`] duplicates the
+//! descriptor so a receive thread and a sending thread each own a handle.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use crate::dataplane::{valid_nic_name, ProbeError};
+
+/// `ETH_P_ALL`.
+const ETH_P_ALL: u16 = 0x0003;
+/// `PACKET_IGNORE_OUTGOING` (linux/if_packet.h, since 4.20).
+const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+/// `PACKET_OUTGOING` packet type.
+const PACKET_OUTGOING: u8 = 4;
+
+/// Largest frame accepted by [`PnSocket::recv`] callers should size buffers to this.
+pub const MAX_FRAME_LEN: usize = 1522;
+
+const fn stmt(code: u16, k: u32) -> libc::sock_filter {
+    libc::sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    }
+}
+
+const fn jump(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
+    libc::sock_filter { code, jt, jf, k }
+}
+
+const BPF_LD_H_ABS: u16 = (libc::BPF_LD | libc::BPF_H | libc::BPF_ABS) as u16;
+const BPF_JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+const BPF_RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+
+/// The classic BPF program (see the module documentation):
+/// ```text
+/// 0: ldh [12]
+/// 1: jeq #0x8892, 7, 2
+/// 2: jeq #0x88cc, 7, 3
+/// 3: jeq #0x8100, 4, 6
+/// 4: ldh [16]
+/// 5: jeq #0x8892, 7, 6
+/// 6: ret #0          ; drop
+/// 7: ret #0x40000    ; accept the whole frame
+/// ```
+pub const FILTER: [libc::sock_filter; 8] = [
+    stmt(BPF_LD_H_ABS, 12),
+    jump(BPF_JEQ_K, 0x8892, 5, 0),
+    jump(BPF_JEQ_K, 0x88cc, 4, 0),
+    jump(BPF_JEQ_K, 0x8100, 0, 2),
+    stmt(BPF_LD_H_ABS, 16),
+    jump(BPF_JEQ_K, 0x8892, 1, 0),
+    stmt(BPF_RET_K, 0),
+    stmt(BPF_RET_K, 0x40000),
+];
+
+/// Evaluate [`FILTER`]'s rule on a frame in user space (for tests and documentation: the
+/// kernel runs the BPF program itself).
+pub fn filter_accepts(frame: &[u8]) -> bool {
+    let at = |i: usize| {
+        frame
+            .get(i..i + 2)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]))
+    };
+    match at(12) {
+        Some(0x8892) | Some(0x88cc) => true,
+        Some(0x8100) => at(16) == Some(0x8892),
+        _ => false,
+    }
+}
+
+fn os_err() -> io::Error {
+    io::Error::last_os_error()
+}
+
+fn errno(e: &io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// A raw `AF_PACKET` socket bound to one NIC with the PROFINET filter attached.
+#[derive(Debug)]
+pub struct PnSocket {
+    fd: OwnedFd,
+    nic: String,
+    ifindex: u32,
+    mac: [u8; 6],
+    /// The kernel drops our outgoing frames (PACKET_IGNORE_OUTGOING accepted).
+    kernel_ignores_outgoing: bool,
+}
+
+impl PnSocket {
+    /// Open, filter and bind the socket on `nic` (needs `CAP_NET_RAW`). Resolves the NIC in
+    /// the calling thread's network namespace.
+    pub fn open(nic: &str) -> Result<PnSocket, ProbeError> {
+        let err = |os_error: i32, reason: String| ProbeError {
+            nic: nic.to_string(),
+            os_error,
+            reason,
+        };
+        if !valid_nic_name(nic) {
+            return Err(err(libc::EINVAL, "invalid network interface name".into()));
+        }
+        let cname =
+            std::ffi::CString::new(nic).map_err(|_| err(libc::EINVAL, "NUL in name".into()))?;
+        // SAFETY: cname is a valid NUL-terminated string.
+        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+        if ifindex == 0 {
+            let e = os_err();
+            return Err(err(errno(&e), "network interface not found".into()));
+        }
+        // Protocol 0: the socket receives nothing until it is bound with a protocol below.
+        // SAFETY: plain syscall, result checked.
+        let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+        if raw < 0 {
+            let e = os_err();
+            return Err(err(
+                errno(&e),
+                format!("cannot open raw AF_PACKET socket ({e}); CAP_NET_RAW is required"),
+            ));
+        }
+        // SAFETY: raw is a fresh descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let prog = libc::sock_fprog {
+            len: FILTER.len() as u16,
+            filter: FILTER.as_ptr() as *mut libc::sock_filter,
+        };
+        // SAFETY: prog points to a valid filter array that outlives the call (the kernel copies).
+        let rc = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_ATTACH_FILTER,
+                &prog as *const libc::sock_fprog as *const libc::c_void,
+                std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            let e = os_err();
+            return Err(err(errno(&e), format!("cannot attach the socket filter: {e}")));
+        }
+        let one: libc::c_int = 1;
+        // SAFETY: valid option value pointer and size.
+        let kernel_ignores_outgoing = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                PACKET_IGNORE_OUTGOING,
+                &one as *const libc::c_int as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        } == 0;
+        // A larger receive queue absorbs bursts (DCP identify storms, alarm bursts).
+        let rcvbuf: libc::c_int = 1 << 20;
+        // SAFETY: valid option value pointer and size; failure is harmless.
+        unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                &rcvbuf as *const libc::c_int as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+        // SAFETY: zeroed sockaddr_ll is valid; fields set below.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = ETH_P_ALL.to_be();
+        sll.sll_ifindex = ifindex as i32;
+        // SAFETY: sll is a properly initialised sockaddr_ll of the given size.
+        let rc = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                &sll as *const libc::sockaddr_ll as *const libc::sockaddr,
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            let e = os_err();
+            return Err(err(errno(&e), format!("cannot bind raw socket: {e}")));
+        }
+        let mac = hw_addr(fd.as_raw_fd(), nic).map_err(|e| {
+            err(
+                errno(&e),
+                format!("cannot read the MAC address (SIOCGIFHWADDR): {e}"),
+            )
+        })?;
+        Ok(PnSocket {
+            fd,
+            nic: nic.to_string(),
+            ifindex,
+            mac,
+            kernel_ignores_outgoing,
+        })
+    }
+
+    /// NIC name.
+    pub fn nic(&self) -> &str {
+        &self.nic
+    }
+
+    /// Interface index (in the namespace the socket was opened in).
+    pub fn ifindex(&self) -> u32 {
+        self.ifindex
+    }
+
+    /// The NIC's MAC address (source address of every frame we send).
+    pub fn mac(&self) -> [u8; 6] {
+        self.mac
+    }
+
+    /// `PACKET_IGNORE_OUTGOING` is in effect.
+    pub fn kernel_ignores_outgoing(&self) -> bool {
+        self.kernel_ignores_outgoing
+    }
+
+    /// The raw descriptor (for ioctls on the same NIC, e.g. [`super::link`]).
+    pub fn raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// A second handle on the same socket (`dup`), e.g. for the cyclic thread.
+    pub fn try_clone(&self) -> io::Result<PnSocket> {
+        Ok(PnSocket {
+            fd: self.fd.try_clone()?,
+            nic: self.nic.clone(),
+            ifindex: self.ifindex,
+            mac: self.mac,
+            kernel_ignores_outgoing: self.kernel_ignores_outgoing,
+        })
+    }
+
+    /// Send one complete Ethernet frame (destination, source, EtherType, payload; at least 60
+    /// bytes, the NIC adds the FCS). Does not allocate.
+    pub fn send(&self, frame: &[u8]) -> io::Result<usize> {
+        loop {
+            // SAFETY: frame is a valid buffer of frame.len() bytes.
+            let n = unsafe {
+                libc::send(
+                    self.fd.as_raw_fd(),
+                    frame.as_ptr() as *const libc::c_void,
+                    frame.len(),
+                    0,
+                )
+            };
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let e = os_err();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+
+    /// Receive one frame into `buf`. Waits at most `timeout` (`None` = forever); returns
+    /// `Ok(None)` on timeout. Frames we sent ourselves are skipped (see the module docs).
+    /// Frames longer than `buf` are truncated to `buf.len()`.
+    pub fn recv(&self, buf: &mut [u8], timeout: Option<Duration>) -> io::Result<Option<usize>> {
+        let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        loop {
+            let wait_ms: libc::c_int = match deadline {
+                None => -1,
+                Some(d) => {
+                    let left = d.saturating_duration_since(std::time::Instant::now());
+                    // Round up so a 0.5 ms remainder does not become a busy loop.
+                    let ms = left.as_micros().div_ceil(1000);
+                    ms.min(i32::MAX as u128) as libc::c_int
+                }
+            };
+            let mut pfd = libc::pollfd {
+                fd: self.fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: pfd is a valid pollfd array of length 1.
+            let rc = unsafe { libc::poll(&mut pfd, 1, wait_ms) };
+            if rc < 0 {
+                let e = os_err();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            if rc == 0 {
+                if deadline.is_some() {
+                    return Ok(None);
+                }
+                continue;
+            }
+            // SAFETY: zeroed sockaddr_ll is a valid out-parameter.
+            let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+            let mut from_len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+            // SAFETY: buf and from are valid for writes of the given sizes.
+            let n = unsafe {
+                libc::recvfrom(
+                    self.fd.as_raw_fd(),
+                    buf.as_mut_ptr() as *mut libc::c_void,
+                    buf.len(),
+                    libc::MSG_DONTWAIT,
+                    &mut from as *mut libc::sockaddr_ll as *mut libc::sockaddr,
+                    &mut from_len,
+                )
+            };
+            if n < 0 {
+                let e = os_err();
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                ) {
+                    continue;
+                }
+                return Err(e);
+            }
+            if from.sll_pkttype == PACKET_OUTGOING {
+                continue;
+            }
+            return Ok(Some(n as usize));
+        }
+    }
+}
+
+/// The NIC's hardware address via `SIOCGIFHWADDR` on `fd` (works in any namespace, unlike
+/// sysfs from a thread that joined a namespace with setns).
+fn hw_addr(fd: RawFd, nic: &str) -> io::Result<[u8; 6]> {
+    // SAFETY: zeroed ifreq is a valid value.
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in ifr.ifr_name.iter_mut().zip(nic.bytes()) {
+        *d = s as libc::c_char;
+    }
+    // SAFETY: ifr is a valid ifreq with a NUL-terminated name (nic < IFNAMSIZ, checked).
+    let rc = unsafe { libc::ioctl(fd, libc::SIOCGIFHWADDR, &mut ifr) };
+    if rc < 0 {
+        return Err(os_err());
+    }
+    // SAFETY: SIOCGIFHWADDR filled the ifru_hwaddr member.
+    let sa = unsafe { ifr.ifr_ifru.ifru_hwaddr };
+    let mut mac = [0u8; 6];
+    for (m, b) in mac.iter_mut().zip(sa.sa_data.iter()) {
+        *m = *b as u8;
+    }
+    Ok(mac)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(ethertype: u16, inner: Option<u16>) -> Vec<u8> {
+        let mut f = vec![0u8; 60];
+        f[12..14].copy_from_slice(&ethertype.to_be_bytes());
+        if let Some(i) = inner {
+            f[16..18].copy_from_slice(&i.to_be_bytes());
+        }
+        f
+    }
+
+    #[test]
+    fn filter_rule() {
+        assert!(filter_accepts(&frame(0x8892, None)));
+        assert!(filter_accepts(&frame(0x88cc, None)));
+        assert!(filter_accepts(&frame(0x8100, Some(0x8892))));
+        assert!(!filter_accepts(&frame(0x8100, Some(0x0800))));
+        assert!(!filter_accepts(&frame(0x0800, None)));
+        assert!(!filter_accepts(&frame(0x0806, None)));
+        assert!(!filter_accepts(&[0u8; 13]));
+    }
+
+    /// The BPF program and the user-space rule agree: interpret the program on sample frames.
+    #[test]
+    fn bpf_program_matches_rule() {
+        fn run(prog: &[libc::sock_filter], pkt: &[u8]) -> u32 {
+            let mut a: u32 = 0;
+            let mut pc = 0usize;
+            while let Some(ins) = prog.get(pc) {
+                match ins.code {
+                    BPF_LD_H_ABS => {
+                        let k = ins.k as usize;
+                        match pkt.get(k..k + 2) {
+                            Some(b) => a = u32::from(u16::from_be_bytes([b[0], b[1]])),
+                            None => return 0,
+                        }
+                        pc += 1;
+                    }
+                    BPF_JEQ_K => {
+                        pc += 1 + usize::from(if a == ins.k { ins.jt } else { ins.jf });
+                    }
+                    BPF_RET_K => return ins.k,
+                    _ => panic!("unexpected opcode"),
+                }
+            }
+            panic!("fell off the program")
+        }
+        for (et, inner) in [
+            (0x8892, None),
+            (0x88cc, None),
+            (0x8100, Some(0x8892)),
+            (0x8100, Some(0x88cc)),
+            (0x0800, None),
+            (0x86dd, None),
+        ] {
+            let f = frame(et, inner);
+            assert_eq!(run(&FILTER, &f) != 0, filter_accepts(&f), "{et:#x}");
+        }
+    }
+}

@@ -1,0 +1,610 @@
+//! The local HTTP API (spec sections 4, 5, 7, 8): hyper 1 on tokio, loopback only.
+//!
+//! Thin layer: authentication, limits, routing, body validation, Track 1 error bodies. Every
+//! resource comes from [`Runtime`].
+//!
+//! Limits (spec 8, docs/decisions.md "HTTP limits"):
+//! * body > 64 KiB -> 413 (by `Content-Length` before reading, or while reading);
+//! * body not complete within 10 s -> 408; request head not complete within 10 s -> connection
+//!   closed (hyper `header_read_timeout`);
+//! * at most 16 requests in progress; the 17th gets 503 with a Track 1 body (`PnS.Api.Busy`)
+//!   and `Retry-After: 1` immediately (no queue);
+//! * at most 128 open connections; beyond that a connection gets a raw 503 and is closed;
+//! * shutdown: stop accepting, let requests in progress finish for up to 3 s, then close.
+
+// Validation helpers return the finished error response; it is only built on the error path.
+#![allow(clippy::result_large_err)]
+
+use std::convert::Infallible;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde_json::{json, Map, Value};
+use subtle::ConstantTimeEq;
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+use tracing::{debug, warn};
+
+use crate::dataplane::{DiagnosisEntry, ResetMode};
+use crate::runtime::{DiagAction, Runtime};
+use crate::util::{now_rfc3339, parse_hex};
+
+/// The fixed port (spec 8).
+pub const DEFAULT_PORT: u16 = 18840;
+/// Maximum request body (spec 8).
+pub const MAX_BODY: usize = 64 * 1024;
+/// Body read time (spec 8).
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Requests in progress (spec 8).
+pub const MAX_IN_FLIGHT: usize = 16;
+/// Open connections.
+pub const MAX_CONNECTIONS: usize = 128;
+/// Drain time at shutdown (spec 8).
+pub const DRAIN: Duration = Duration::from_secs(3);
+/// Header carrying the API key (spec 5.4).
+pub const API_KEY_HEADER: &str = "x-vendor-pnet-api-key";
+
+/// The dashboard page (static, no external resources).
+pub const DASHBOARD_HTML: &str = include_str!("../assets/dashboard.html");
+
+/// Track 1 `code` values (docs/decisions.md).
+pub mod code {
+    pub const INVALID_BODY: &str = "PnS.Api.InvalidBody";
+    pub const OUT_OF_RANGE: &str = "PnS.Api.OutOfRange";
+    pub const UNAUTHORIZED: &str = "PnS.Api.Unauthorized";
+    pub const NOT_FOUND: &str = "PnS.Api.NotFound";
+    pub const PAYLOAD_TOO_LARGE: &str = "PnS.Api.PayloadTooLarge";
+    pub const REQUEST_TIMEOUT: &str = "PnS.Api.RequestTimeout";
+    pub const BUSY: &str = "PnS.Api.Busy";
+    pub const INTERNAL: &str = "PnS.Api.Internal";
+}
+
+type Resp = Response<Full<Bytes>>;
+
+struct Ctx {
+    rt: Arc<Runtime>,
+    api_key: Option<Vec<u8>>,
+    in_flight: Arc<Semaphore>,
+}
+
+fn json_resp(status: StatusCode, v: &Value) -> Resp {
+    let mut r = Response::new(Full::new(Bytes::from(v.to_string())));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/json; charset=utf-8"),
+    );
+    r.headers_mut()
+        .insert("cache-control", HeaderValue::from_static("no-store"));
+    r
+}
+
+/// A Track 1 error response (spec 7.1).
+pub fn track1(status: StatusCode, code: &str, message: impl Into<String>) -> Resp {
+    json_resp(
+        status,
+        &json!({
+            "success": false,
+            "message": message.into(),
+            "code": code,
+            "errorCode": 0,
+            "timestamp": now_rfc3339(),
+        }),
+    )
+}
+
+fn ok(v: Value) -> Resp {
+    json_resp(StatusCode::OK, &v)
+}
+
+/// Constant-time key comparison: time depends only on the configured key's length.
+fn key_matches(expected: &[u8], given: Option<&[u8]>) -> bool {
+    let given = given.unwrap_or(&[]);
+    let mut acc = subtle::Choice::from(1u8);
+    for (i, e) in expected.iter().enumerate() {
+        let g = given.get(i).copied().unwrap_or(!*e);
+        acc &= e.ct_eq(&g);
+    }
+    acc &= (given.len() as u64).ct_eq(&(expected.len() as u64));
+    bool::from(acc)
+}
+
+/// Bind the listener: 127.0.0.1 only (spec 5.1), `port` fixed unless the dev flag overrides it.
+pub async fn bind(port: u16) -> std::io::Result<TcpListener> {
+    TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port))).await
+}
+
+/// Serve until `shutdown` turns true, then drain for up to [`DRAIN`].
+pub async fn serve(listener: TcpListener, rt: Arc<Runtime>, mut shutdown: watch::Receiver<bool>) {
+    let ctx = Arc::new(Ctx {
+        api_key: rt.settings().api_key.clone().map(|k| k.into_bytes()),
+        rt,
+        in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+    });
+    let conns = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut tasks = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => break,
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            acc = listener.accept() => {
+                let (stream, peer) = match acc {
+                    Ok(x) => x,
+                    Err(e) => {
+                        warn!("accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        continue;
+                    }
+                };
+                let Ok(permit) = conns.clone().try_acquire_owned() else {
+                    tasks.spawn(reject_connection(stream));
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                debug!("connection from {peer}");
+                let ctx = ctx.clone();
+                let mut sd = shutdown.clone();
+                tasks.spawn(async move {
+                    let _permit = permit;
+                    let svc = hyper::service::service_fn(move |req| {
+                        let ctx = ctx.clone();
+                        async move { Ok::<_, Infallible>(handle_guarded(req, ctx).await) }
+                    });
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .timer(TokioTimer::new())
+                        .header_read_timeout(BODY_TIMEOUT)
+                        .keep_alive(true)
+                        .serve_connection(TokioIo::new(stream), svc);
+                    tokio::pin!(conn);
+                    tokio::select! {
+                        _ = conn.as_mut() => {}
+                        _ = sd.changed() => {
+                            conn.as_mut().graceful_shutdown();
+                            let _ = conn.await;
+                        }
+                    }
+                });
+            }
+        }
+    }
+    drop(listener);
+    let drained =
+        tokio::time::timeout(DRAIN, async { while tasks.join_next().await.is_some() {} }).await;
+    if drained.is_err() {
+        warn!(
+            "drain time of {DRAIN:?} exceeded; closing {} connection(s)",
+            tasks.len()
+        );
+        tasks.abort_all();
+    }
+}
+
+async fn reject_connection(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    let body = json!({"success": false, "message": "too many open connections", "code": code::BUSY,
+        "errorCode": 0, "timestamp": now_rfc3339()})
+    .to_string();
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        let _ = stream.write_all(head.as_bytes()).await;
+        let _ = stream.write_all(body.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
+}
+
+/// Run the handler on its own task so that a bug (panic) becomes a 500, never a dead server.
+async fn handle_guarded(req: Request<Incoming>, ctx: Arc<Ctx>) -> Resp {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    match tokio::spawn(handle(req, ctx)).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!("handler for {method} {path} failed: {e}");
+            track1(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                code::INTERNAL,
+                "internal service error",
+            )
+        }
+    }
+}
+
+enum BodyError {
+    TooLarge,
+    Timeout,
+    Read(String),
+}
+
+async fn read_body(req: Request<Incoming>) -> Result<Bytes, BodyError> {
+    if let Some(len) = req.headers().get(CONTENT_LENGTH) {
+        match len.to_str().ok().and_then(|s| s.trim().parse::<u64>().ok()) {
+            Some(n) if n > MAX_BODY as u64 => return Err(BodyError::TooLarge),
+            Some(_) => {}
+            None => return Err(BodyError::Read("invalid Content-Length".into())),
+        }
+    }
+    let limited = Limited::new(req.into_body(), MAX_BODY);
+    match tokio::time::timeout(BODY_TIMEOUT, limited.collect()).await {
+        Err(_) => Err(BodyError::Timeout),
+        Ok(Err(e)) => {
+            if e.is::<http_body_util::LengthLimitError>() {
+                Err(BodyError::TooLarge)
+            } else {
+                Err(BodyError::Read(e.to_string()))
+            }
+        }
+        Ok(Ok(c)) => Ok(c.to_bytes()),
+    }
+}
+
+fn body_error(e: BodyError) -> Resp {
+    match e {
+        BodyError::TooLarge => track1(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            code::PAYLOAD_TOO_LARGE,
+            format!("request body larger than {MAX_BODY} bytes"),
+        ),
+        BodyError::Timeout => track1(
+            StatusCode::REQUEST_TIMEOUT,
+            code::REQUEST_TIMEOUT,
+            format!(
+                "request body not received within {} s",
+                BODY_TIMEOUT.as_secs()
+            ),
+        ),
+        BodyError::Read(e) => track1(
+            StatusCode::BAD_REQUEST,
+            code::INVALID_BODY,
+            format!("cannot read request body: {e}"),
+        ),
+    }
+}
+
+/// A 400 whose message echoes the request body text (spec 7.2).
+fn bad(code: &str, reason: &str, body: &[u8]) -> Resp {
+    track1(
+        StatusCode::BAD_REQUEST,
+        code,
+        format!("{reason}; request body: {}", String::from_utf8_lossy(body)),
+    )
+}
+
+/// Parse a JSON object body. Empty body is `None` when `allow_empty`.
+fn parse_object(body: &[u8], allow_empty: bool) -> Result<Option<Map<String, Value>>, Resp> {
+    if body.iter().all(|b| b.is_ascii_whitespace()) {
+        return if allow_empty {
+            Ok(None)
+        } else {
+            Err(bad(
+                code::INVALID_BODY,
+                "a JSON object body is required",
+                body,
+            ))
+        };
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(m)) => Ok(Some(m)),
+        Ok(_) => Err(bad(
+            code::INVALID_BODY,
+            "the body must be a JSON object",
+            body,
+        )),
+        Err(e) => Err(bad(
+            code::INVALID_BODY,
+            &format!("the body is not valid JSON ({e})"),
+            body,
+        )),
+    }
+}
+
+/// An integer field in `lo..=hi`. `Ok(None)` when absent (or null).
+fn int_field(
+    m: &Map<String, Value>,
+    name: &str,
+    lo: i64,
+    hi: i64,
+    body: &[u8],
+) -> Result<Option<i64>, Resp> {
+    match m.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_i64() {
+            Some(v) if (lo..=hi).contains(&v) => Ok(Some(v)),
+            Some(v) => Err(bad(
+                code::OUT_OF_RANGE,
+                &format!("'{name}' is {v}, allowed {lo}..{hi}"),
+                body,
+            )),
+            None if n.as_u64().is_some() => Err(bad(
+                code::OUT_OF_RANGE,
+                &format!("'{name}' is out of range"),
+                body,
+            )),
+            None => Err(bad(
+                code::INVALID_BODY,
+                &format!("'{name}' must be an integer"),
+                body,
+            )),
+        },
+        Some(_) => Err(bad(
+            code::INVALID_BODY,
+            &format!("'{name}' must be an integer"),
+            body,
+        )),
+    }
+}
+
+fn required<T>(v: Option<T>, name: &str, body: &[u8]) -> Result<T, Resp> {
+    v.ok_or_else(|| bad(code::INVALID_BODY, &format!("'{name}' is required"), body))
+}
+
+fn str_field<'a>(
+    m: &'a Map<String, Value>,
+    name: &str,
+    body: &[u8],
+) -> Result<Option<&'a str>, Resp> {
+    match m.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(bad(
+            code::INVALID_BODY,
+            &format!("'{name}' must be a string"),
+            body,
+        )),
+    }
+}
+
+async fn handle(req: Request<Incoming>, ctx: Arc<Ctx>) -> Resp {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let is_dashboard = method == Method::GET && path == "/";
+    // Authentication (spec 5): every request except the static page itself.
+    if let Some(key) = &ctx.api_key {
+        if !is_dashboard {
+            let given = req.headers().get(API_KEY_HEADER).map(|v| v.as_bytes());
+            if !key_matches(key, given) {
+                return track1(
+                    StatusCode::UNAUTHORIZED,
+                    code::UNAUTHORIZED,
+                    "missing or wrong X-Vendor-Pnet-Api-Key header",
+                );
+            }
+        }
+    }
+    // Requests in progress (spec 8).
+    let Ok(_permit) = ctx.in_flight.clone().try_acquire_owned() else {
+        let mut r = track1(
+            StatusCode::SERVICE_UNAVAILABLE,
+            code::BUSY,
+            format!("more than {MAX_IN_FLIGHT} requests in progress; retry later"),
+        );
+        r.headers_mut()
+            .insert("retry-after", HeaderValue::from_static("1"));
+        return r;
+    };
+    let rt = &ctx.rt;
+    let is_post = method == Method::POST;
+    let known_post = matches!(
+        path.as_str(),
+        "/api/io"
+            | "/api/alarms/ack"
+            | "/api/alarms/ack-all"
+            | "/api/start"
+            | "/api/stop"
+            | "/api/reset"
+            | "/api/high-resolution-timer"
+            | "/api/config/reload"
+            | "/api/diag"
+    );
+    let body = if is_post && known_post {
+        match read_body(req).await {
+            Ok(b) => b,
+            Err(e) => return body_error(e),
+        }
+    } else {
+        Bytes::new()
+    };
+    match (method.clone(), path.as_str()) {
+        (Method::GET, "/") => {
+            let mut r = Response::new(Full::new(Bytes::from_static(DASHBOARD_HTML.as_bytes())));
+            r.headers_mut().insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static("text/html; charset=utf-8"),
+            );
+            r.headers_mut()
+                .insert("cache-control", HeaderValue::from_static("no-store"));
+            r
+        }
+        (Method::GET, "/api/status") => ok(rt.status()),
+        (Method::GET, "/api/info") => ok(rt.info()),
+        (Method::GET, "/api/io") => ok(rt.io_snapshot()),
+        (Method::GET, "/api/diag") => ok(rt.diag()),
+        (Method::GET, "/api/alarms") => ok(json!(rt.alarms_active())),
+        (Method::GET, "/api/alarms/history") => ok(json!(rt.alarms_history())),
+        (Method::GET, "/api/im") => ok(rt.im()),
+        (Method::GET, "/api/records") => ok(rt.records()),
+        (Method::POST, "/api/io") => post_io(rt, &body).await,
+        (Method::POST, "/api/alarms/ack") => {
+            let m = match parse_object(&body, false) {
+                Ok(m) => m.unwrap_or_default(),
+                Err(r) => return r,
+            };
+            let id = match str_field(&m, "id", &body).and_then(|v| required(v, "id", &body)) {
+                Ok(id) => id,
+                Err(r) => return r,
+            };
+            ok(rt.ack(id))
+        }
+        (Method::POST, "/api/alarms/ack-all") => ok(rt.ack_all()),
+        (Method::POST, "/api/start") => ok(rt.start().await),
+        (Method::POST, "/api/stop") => ok(rt.stop().await),
+        (Method::POST, "/api/reset") => {
+            let m = match parse_object(&body, false) {
+                Ok(m) => m.unwrap_or_default(),
+                Err(r) => return r,
+            };
+            let mode = match str_field(&m, "mode", &body).and_then(|v| required(v, "mode", &body)) {
+                Ok(m) => m,
+                Err(r) => return r,
+            };
+            let mode = match mode {
+                "communication" => ResetMode::Communication,
+                "factory" => ResetMode::Factory,
+                _ => {
+                    return bad(
+                        code::OUT_OF_RANGE,
+                        "'mode' must be \"communication\" or \"factory\"",
+                        &body,
+                    )
+                }
+            };
+            ok(rt.reset(mode).await)
+        }
+        (Method::POST, "/api/high-resolution-timer") => {
+            let m = match parse_object(&body, false) {
+                Ok(m) => m.unwrap_or_default(),
+                Err(r) => return r,
+            };
+            match m.get("enable") {
+                Some(Value::Bool(b)) => ok(rt.set_high_resolution_timer(*b)),
+                None | Some(Value::Null) => bad(code::INVALID_BODY, "'enable' is required", &body),
+                Some(_) => bad(code::INVALID_BODY, "'enable' must be a boolean", &body),
+            }
+        }
+        (Method::POST, "/api/config/reload") => {
+            let m = match parse_object(&body, true) {
+                Ok(m) => m.unwrap_or_default(),
+                Err(r) => return r,
+            };
+            let path = match str_field(&m, "path", &body) {
+                Ok(p) => p.filter(|p| !p.is_empty()).map(PathBuf::from),
+                Err(r) => return r,
+            };
+            ok(rt.reload(path).await)
+        }
+        (Method::POST, "/api/diag") => post_diag(rt, &body),
+        _ => track1(
+            StatusCode::NOT_FOUND,
+            code::NOT_FOUND,
+            format!("no resource {method} {path}"),
+        ),
+    }
+}
+
+async fn post_io(rt: &Runtime, body: &[u8]) -> Resp {
+    let m = match parse_object(body, false) {
+        Ok(m) => m.unwrap_or_default(),
+        Err(r) => return r,
+    };
+    let offset = match int_field(&m, "offset", 0, i64::MAX, body)
+        .and_then(|v| required(v, "offset", body))
+    {
+        Ok(o) => o,
+        Err(r) => return r,
+    };
+    let data = match str_field(&m, "data", body).and_then(|v| required(v, "data", body)) {
+        Ok(d) => d,
+        Err(r) => return r,
+    };
+    let Some(bytes) = parse_hex(data) else {
+        return bad(
+            code::INVALID_BODY,
+            "'data' must be an even number of hexadecimal digits (no prefix, no separators)",
+            body,
+        );
+    };
+    if bytes.is_empty() {
+        return bad(
+            code::INVALID_BODY,
+            "'data' must contain at least one byte",
+            body,
+        );
+    }
+    let Ok(offset) = usize::try_from(offset) else {
+        return bad(code::OUT_OF_RANGE, "'offset' out of range", body);
+    };
+    match rt.io_write(offset, &bytes).await {
+        Ok(v) => ok(v),
+        Err(e) => bad(code::OUT_OF_RANGE, &e.to_string(), body),
+    }
+}
+
+fn post_diag(rt: &Runtime, body: &[u8]) -> Resp {
+    let m = match parse_object(body, false) {
+        Ok(m) => m.unwrap_or_default(),
+        Err(r) => return r,
+    };
+    let r = (|| -> Result<Resp, Resp> {
+        let action = match str_field(&m, "action", body)? {
+            None | Some("add") => DiagAction::Add,
+            Some("update") => DiagAction::Update,
+            Some("remove") => DiagAction::Remove,
+            Some(_) => {
+                return Err(bad(
+                    code::OUT_OF_RANGE,
+                    "'action' must be \"add\", \"update\" or \"remove\"",
+                    body,
+                ))
+            }
+        };
+        let slot = required(int_field(&m, "slot", 0, 0x7FFF, body)?, "slot", body)?;
+        let subslot = required(int_field(&m, "subslot", 0, 0xFFFF, body)?, "subslot", body)?;
+        let channel = int_field(&m, "channel", 0, 0xFFFF, body)?.unwrap_or(0);
+        let error_type = required(
+            int_field(&m, "errorType", 0, 0xFFFF, body)?,
+            "errorType",
+            body,
+        )?;
+        let severity = int_field(&m, "severity", 0, 3, body)?;
+        let severity = match action {
+            DiagAction::Remove => severity.unwrap_or(0),
+            _ => required(severity, "severity", body)?,
+        };
+        let text = str_field(&m, "text", body)?.unwrap_or("");
+        if text.len() > 256 {
+            return Err(bad(
+                code::OUT_OF_RANGE,
+                "'text' longer than 256 bytes",
+                body,
+            ));
+        }
+        Ok(ok(rt.diag_write(
+            action,
+            DiagnosisEntry {
+                slot: slot as u16,
+                subslot: subslot as u16,
+                channel: channel as u16,
+                error_type: error_type as u16,
+                severity: severity as u8,
+                text: text.to_string(),
+            },
+        )))
+    })();
+    r.unwrap_or_else(|e| e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_compare() {
+        assert!(key_matches(b"secret", Some(b"secret")));
+        assert!(!key_matches(b"secret", Some(b"secreT")));
+        assert!(!key_matches(b"secret", Some(b"secret2")));
+        assert!(!key_matches(b"secret", Some(b"secre")));
+        assert!(!key_matches(b"secret", None));
+        assert!(!key_matches(b"secret", Some(b"")));
+    }
+}

@@ -1,0 +1,186 @@
+//! Remanent data (station name and IP set permanently over DCP, I&M1-4, written records).
+//!
+//! One JSON file `<Paths:PersistenceDir>/remanent.json`, written atomically: temp file in the
+//! same directory, `fsync`, `rename` over the old file, `fsync` of the directory. A reader
+//! therefore sees either the old or the new content, also after `kill -9` or power loss.
+//! A file that cannot be parsed is renamed to `remanent.json.corrupt` (kept for inspection),
+//! reported (log + alarm) and factory values are used; the daemon never stops because of it.
+
+use std::io::Write;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::dataplane::{ImRemanent, StoredRecord};
+
+/// File name inside the persistence directory.
+pub const FILE_NAME: &str = "remanent.json";
+
+/// IP parameters stored after a permanent DCP Set IP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredIp {
+    pub ip: Ipv4Addr,
+    pub mask: Ipv4Addr,
+    pub gateway: Ipv4Addr,
+}
+
+/// Everything remanent.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Remanent {
+    /// File format version (1).
+    pub version: u32,
+    pub station_name: Option<String>,
+    pub ip: Option<StoredIp>,
+    pub im: ImRemanent,
+    pub records: Vec<StoredRecord>,
+}
+
+/// Outcome of [`Store::load`].
+#[derive(Debug)]
+pub enum LoadOutcome {
+    /// No file yet (factory state).
+    Missing,
+    Loaded(Remanent),
+    /// The file was corrupt: factory values are used; the text says why.
+    Corrupt(String),
+}
+
+/// The persistence store.
+#[derive(Debug, Clone)]
+pub struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    pub fn new(dir: impl Into<PathBuf>) -> Store {
+        Store { dir: dir.into() }
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(FILE_NAME)
+    }
+
+    /// Read the remanent data.
+    pub fn load(&self) -> LoadOutcome {
+        let path = self.path();
+        let text = match std::fs::read(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return LoadOutcome::Missing,
+            Err(e) => return LoadOutcome::Corrupt(format!("cannot read {}: {e}", path.display())),
+        };
+        match serde_json::from_slice::<Remanent>(&text) {
+            Ok(r) if r.version == 1 => LoadOutcome::Loaded(r),
+            Ok(r) => {
+                self.quarantine();
+                LoadOutcome::Corrupt(format!(
+                    "{}: unsupported version {}; factory values used",
+                    path.display(),
+                    r.version
+                ))
+            }
+            Err(e) => {
+                self.quarantine();
+                LoadOutcome::Corrupt(format!(
+                    "{} is corrupt ({e}); moved to {FILE_NAME}.corrupt, factory values used",
+                    path.display()
+                ))
+            }
+        }
+    }
+
+    fn quarantine(&self) {
+        let _ = std::fs::rename(self.path(), self.dir.join(format!("{FILE_NAME}.corrupt")));
+    }
+
+    /// Write atomically (temp, fsync, rename, fsync dir).
+    pub fn save(&self, r: &Remanent) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.dir)?;
+        let mut r = r.clone();
+        r.version = 1;
+        let bytes = serde_json::to_vec_pretty(&r).map_err(std::io::Error::other)?;
+        let tmp = self
+            .dir
+            .join(format!(".{FILE_NAME}.tmp.{}", std::process::id()));
+        {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(&bytes)?;
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, self.path())?;
+        sync_dir(&self.dir)
+    }
+
+    /// Remove the remanent file (factory reset).
+    pub fn clear(&self) -> std::io::Result<()> {
+        match std::fs::remove_file(self.path()) {
+            Ok(()) => sync_dir(&self.dir),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Apply a record write to the remanent data: replace a record with the same address, and for
+/// I&M1-4 (index 0xAFF1..0xAFF4) decode the fields (data including the 6-byte BlockHeader).
+pub fn apply_record(r: &mut Remanent, rec: StoredRecord) {
+    let body = rec.data.get(6..).unwrap_or(&[]);
+    let text = |b: &[u8]| String::from_utf8_lossy(b).to_string();
+    match rec.index {
+        0xAFF1 => {
+            r.im.tag_function = text(body.get(..32.min(body.len())).unwrap_or(&[]));
+            r.im.tag_location = text(body.get(32..54.min(body.len()).max(32)).unwrap_or(&[]));
+        }
+        0xAFF2 => r.im.date = text(body.get(..16.min(body.len())).unwrap_or(&[])),
+        0xAFF3 => r.im.descriptor = text(body.get(..54.min(body.len())).unwrap_or(&[])),
+        0xAFF4 => r.im.signature = body.get(..54.min(body.len())).unwrap_or(&[]).to_vec(),
+        _ => {}
+    }
+    r.records
+        .retain(|x| !(x.slot == rec.slot && x.subslot == rec.subslot && x.index == rec.index));
+    r.records.push(rec);
+    r.records.sort_by_key(|x| (x.slot, x.subslot, x.index));
+    // Bound the store: at most 256 records are kept (oldest addresses beyond are dropped).
+    r.records.truncate(256);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip_and_corrupt() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::new(d.path());
+        assert!(matches!(s.load(), LoadOutcome::Missing));
+        let mut r = Remanent {
+            station_name: Some("x".into()),
+            ..Default::default()
+        };
+        apply_record(
+            &mut r,
+            StoredRecord {
+                slot: 1,
+                subslot: 1,
+                index: 0xAFF1,
+                data: [&[0u8; 6][..], b"fn"].concat(),
+            },
+        );
+        assert_eq!(r.im.tag_function, "fn");
+        s.save(&r).unwrap();
+        match s.load() {
+            LoadOutcome::Loaded(l) => assert_eq!(l.station_name.as_deref(), Some("x")),
+            o => panic!("{o:?}"),
+        }
+        std::fs::write(s.path(), b"{not json").unwrap();
+        assert!(matches!(s.load(), LoadOutcome::Corrupt(_)));
+        assert!(d.path().join("remanent.json.corrupt").exists());
+        assert!(matches!(s.load(), LoadOutcome::Missing));
+        s.clear().unwrap();
+    }
+}

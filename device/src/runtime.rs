@@ -1,0 +1,1261 @@
+//! The service runtime: the state machine of spec section 3, the licence gate, alarms,
+//! diagnosis entries, persistence, and the data behind every API resource.
+//!
+//! One owner of state: [`Runtime`]. Start/stop/reload/reset are serialised by an async
+//! `control` mutex (they may take seconds); everything else reads/writes a short-held std
+//! mutex. The data plane's blocking calls run on `spawn_blocking`.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tracing::{error, info, warn};
+
+use crate::alarms::{AlarmItem, Alarms};
+use crate::config::{resolve_nic, RuntimeConfig, Settings};
+use crate::dataplane::{
+    error_code, AlarmSeverity, DataPlane, DiagnosisEntry, EventSink, PlaneStatus, ResetMode,
+    StackCommand, StackConfig, StackEvent, StartFailure, StartMode, StoredRecord,
+};
+use crate::image::{ProcessImage, WriteError, IOXS_BAD};
+use crate::licence;
+use crate::persist::{self, LoadOutcome, Remanent, Store, StoredIp};
+use crate::util::{now_rfc3339, to_hex};
+
+/// Service name reported by the API.
+pub const SERVICE_NAME: &str = "pn-device";
+/// Product version: the workspace version (one source, spec 9.2).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// `IoSnapshot.formatVersion` (spec 9.3).
+pub const FORMAT_VERSION: u32 = 2;
+
+/// Runtime states (spec section 3). Wire form: the variant name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunState {
+    Unknown,
+    Stopped,
+    Initialized,
+    ConfigError,
+    DataExchange,
+    Aborted,
+}
+
+impl RunState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Unknown => "Unknown",
+            RunState::Stopped => "Stopped",
+            RunState::Initialized => "Initialized",
+            RunState::ConfigError => "ConfigError",
+            RunState::DataExchange => "DataExchange",
+            RunState::Aborted => "Aborted",
+        }
+    }
+
+    /// Internal numeric value (`ConfigError` = 3 per spec; the wire form is the string).
+    pub fn code(self) -> i32 {
+        match self {
+            RunState::Unknown => 0,
+            RunState::Stopped => 1,
+            RunState::Initialized => 2,
+            RunState::ConfigError => 3,
+            RunState::DataExchange => 4,
+            RunState::Aborted => 5,
+        }
+    }
+
+    /// The slave has been started (data plane running).
+    pub fn running(self) -> bool {
+        matches!(
+            self,
+            RunState::Initialized | RunState::DataExchange | RunState::Aborted
+        )
+    }
+}
+
+/// `IoWriteResponse.reasonCode` values (spec 7.3).
+pub mod reason {
+    pub const DELIVERED: &str = "";
+    pub const LINK_DOWN: &str = "PnS.Io.NotDelivered.LinkDown";
+    pub const DATA_PLANE_STOPPED: &str = "PnS.Io.NotDelivered.DataPlaneStopped";
+    pub const NOT_FLUSHED: &str = "PnS.Io.NotDelivered.NotFlushed";
+}
+
+/// `waitReason` values (docs/decisions.md).
+pub mod wait_reason {
+    pub const NONE: &str = "";
+    pub const NOT_STARTED: &str = "NotStarted";
+    pub const LICENCE_INVALID: &str = "LicenceInvalid";
+    pub const CONFIG_ERROR: &str = "ConfigError";
+    pub const LINK_DOWN: &str = "LinkDown";
+    pub const WAITING_FOR_CONTROLLER: &str = "WaitingForController";
+    pub const CONNECTION_LOST: &str = "ConnectionLost";
+}
+
+/// Key of a diagnosis entry: (slot, subslot, channel, errorType).
+pub type DiagKey = (u16, u16, u16, u16);
+
+/// Action of `POST /api/diag`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiagAction {
+    Add,
+    Update,
+    Remove,
+}
+
+struct Shared {
+    state: RunState,
+    connected: bool,
+    ever_connected: bool,
+    error_code: i32,
+    status_message: String,
+    /// Last link state reported by the plane (events).
+    link_up: bool,
+    config: RuntimeConfig,
+    /// `None` = the configuration currently loaded is not valid (initial load failed).
+    config_error: Option<String>,
+    config_path: Option<PathBuf>,
+    /// Configuration the plane instance was started with (kept across soft stops).
+    instance: Option<StackConfig>,
+    master_station_name: String,
+    master_ip: Option<StoredIp>,
+    dcp_ip_applied: bool,
+    dcp_ip_apply_message: String,
+    alarms: Alarms,
+    diag: BTreeMap<DiagKey, DiagnosisEntry>,
+    remanent: Remanent,
+    high_res: bool,
+    licence_failed: bool,
+    controller: String,
+}
+
+/// The runtime. Create with [`Runtime::new`], then [`Runtime::spawn_tasks`].
+pub struct Runtime {
+    settings: Settings,
+    plane: Arc<dyn DataPlane>,
+    store: Store,
+    env_nic: Option<String>,
+    control: tokio::sync::Mutex<()>,
+    sh: Mutex<Shared>,
+    image: RwLock<Arc<ProcessImage>>,
+    sink: EventSink,
+    rx: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<StackEvent>>>,
+    started_at: Instant,
+    started_at_text: String,
+}
+
+fn ok_body(ok: bool, message: impl Into<String>) -> Value {
+    json!({ "ok": ok, "message": message.into(), "timestamp": now_rfc3339() })
+}
+
+fn diag_severity(sev: u8) -> AlarmSeverity {
+    match sev {
+        0 => AlarmSeverity::Critical,
+        1 => AlarmSeverity::Warning,
+        2 => AlarmSeverity::Error,
+        _ => AlarmSeverity::Info,
+    }
+}
+
+fn diag_key_text(k: &DiagKey) -> String {
+    format!("diag:{}/{}/{}/{:#06x}", k.0, k.1, k.2, k.3)
+}
+
+fn trim_im(s: &str) -> String {
+    s.trim_end_matches([' ', '\0']).to_string()
+}
+
+impl Runtime {
+    /// Build the runtime: load the configuration and the remanent data. Never fails: a bad
+    /// configuration or persistence file is reported in the state/alarms.
+    pub fn new(
+        settings: Settings,
+        plane: Arc<dyn DataPlane>,
+        env_nic: Option<String>,
+        config_path: Option<PathBuf>,
+    ) -> Arc<Runtime> {
+        let mut alarms = Alarms::new();
+        let (config, config_error) = match RuntimeConfig::load(config_path.as_deref()) {
+            Ok(c) => (c, None),
+            Err(e) => {
+                error!("{e}");
+                alarms.raise("config", AlarmSeverity::Error, "config", &e);
+                (
+                    RuntimeConfig::load(None).expect("embedded default configuration is valid"),
+                    Some(e),
+                )
+            }
+        };
+        let store = Store::new(&settings.persistence_dir);
+        let remanent = match store.load() {
+            LoadOutcome::Missing => Remanent::default(),
+            LoadOutcome::Loaded(r) => {
+                info!("remanent data loaded from {}", store.path().display());
+                r
+            }
+            LoadOutcome::Corrupt(e) => {
+                error!("persistence: {e}");
+                alarms.raise("persistence", AlarmSeverity::Warning, "persistence", &e);
+                Remanent::default()
+            }
+        };
+        let image = ProcessImage::new(config.input_len, config.output_len);
+        let (sink, rx) = EventSink::channel();
+        let (state, error_code, status_message) = match &config_error {
+            Some(e) => (RunState::Stopped, error_code::ERR_CFG, e.clone()),
+            None => (RunState::Stopped, 0, String::new()),
+        };
+        let sh = Shared {
+            state,
+            connected: false,
+            ever_connected: false,
+            error_code,
+            status_message,
+            link_up: false,
+            master_station_name: remanent.station_name.clone().unwrap_or_default(),
+            master_ip: remanent.ip,
+            dcp_ip_applied: false,
+            dcp_ip_apply_message: String::new(),
+            config,
+            config_error,
+            config_path,
+            instance: None,
+            alarms,
+            diag: BTreeMap::new(),
+            remanent,
+            high_res: settings.high_resolution_timer,
+            licence_failed: false,
+            controller: String::new(),
+        };
+        Arc::new(Runtime {
+            settings,
+            plane,
+            store,
+            env_nic: env_nic.filter(|s| !s.trim().is_empty()),
+            control: tokio::sync::Mutex::new(()),
+            sh: Mutex::new(sh),
+            image: RwLock::new(Arc::new(image)),
+            sink,
+            rx: Mutex::new(Some(rx)),
+            started_at: Instant::now(),
+            started_at_text: now_rfc3339(),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.sh.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn current_image(&self) -> Arc<ProcessImage> {
+        self.image.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The settings the daemon runs with.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Start the event loop and the licence recheck (call once, inside tokio).
+    pub fn spawn_tasks(self: &Arc<Self>) {
+        if let Some(mut rx) = self.rx.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let rt = self.clone();
+            tokio::spawn(async move {
+                while let Some(ev) = rx.recv().await {
+                    rt.handle_event(ev);
+                }
+            });
+        }
+        let rt = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(rt.settings.licence_recheck);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                rt.licence_recheck().await;
+            }
+        });
+    }
+
+    fn nic(&self, cfg: &RuntimeConfig) -> String {
+        resolve_nic(self.env_nic.as_deref(), cfg, &self.settings)
+    }
+
+    fn check_licence(&self, nic: &str) -> Result<licence::Payload, String> {
+        licence::check_file(
+            &self.settings.licence_path,
+            &self.settings.trusted_keys,
+            &licence::Identity::current(Some(nic)),
+        )
+    }
+
+    async fn licence_recheck(&self) {
+        let _c = self.control.lock().await;
+        let (running, nic) = {
+            let sh = self.lock();
+            (sh.state.running(), self.nic(&sh.config))
+        };
+        if !running {
+            return;
+        }
+        if let Err(e) = self.check_licence(&nic) {
+            error!("licence recheck failed, stopping the slave: {e}");
+            let plane = self.plane.clone();
+            let _ = tokio::task::spawn_blocking(move || plane.stop()).await;
+            let img = self.current_image();
+            img.invalidate_input();
+            img.set_device_status(IOXS_BAD, IOXS_BAD);
+            let mut sh = self.lock();
+            sh.state = RunState::Stopped;
+            sh.connected = false;
+            sh.error_code = error_code::ERR_INIT;
+            sh.status_message = format!("slave stopped by the licence recheck: {e}");
+            sh.licence_failed = true;
+            sh.alarms
+                .raise("licence", AlarmSeverity::Critical, "licence", &e);
+        }
+    }
+
+    fn delivery_wait(&self, cfg: &RuntimeConfig) -> Duration {
+        let ms = if self.settings.delivery_wait_ms > 0 {
+            self.settings.delivery_wait_ms
+        } else {
+            (5 * cfg.send_clock_ms as u64).max(10)
+        };
+        Duration::from_millis(ms)
+    }
+
+    fn wait_reason(sh: &Shared) -> &'static str {
+        match sh.state {
+            RunState::DataExchange => wait_reason::NONE,
+            RunState::ConfigError => wait_reason::CONFIG_ERROR,
+            RunState::Stopped | RunState::Unknown => {
+                if sh.licence_failed {
+                    wait_reason::LICENCE_INVALID
+                } else {
+                    wait_reason::NOT_STARTED
+                }
+            }
+            RunState::Initialized | RunState::Aborted if !sh.link_up => wait_reason::LINK_DOWN,
+            RunState::Initialized => wait_reason::WAITING_FOR_CONTROLLER,
+            RunState::Aborted => wait_reason::CONNECTION_LOST,
+        }
+    }
+
+    fn plane_status(&self) -> PlaneStatus {
+        self.plane.status()
+    }
+
+    // ------------------------------------------------------------------ events
+
+    fn save(&self, sh: &mut Shared) {
+        if let Err(e) = self.store.save(&sh.remanent) {
+            error!(
+                "persistence: cannot write {}: {e}",
+                self.store.path().display()
+            );
+            sh.alarms.raise(
+                "persistence:write",
+                AlarmSeverity::Error,
+                "persistence",
+                &format!("cannot write remanent data: {e}"),
+            );
+        }
+    }
+
+    /// Apply one event from the data plane.
+    pub fn handle_event(&self, ev: StackEvent) {
+        let mut sh = self.lock();
+        let nic = self.nic(&sh.config);
+        match ev {
+            StackEvent::LinkChanged { up } => {
+                if sh.link_up != up {
+                    info!("link on {nic} is {}", if up { "up" } else { "down" });
+                }
+                sh.link_up = up;
+                let key = format!("link:{nic}");
+                if up {
+                    sh.alarms.clear(&key);
+                } else if sh.state.running() {
+                    sh.alarms.raise(
+                        &key,
+                        AlarmSeverity::Warning,
+                        "link",
+                        &format!("link down on {nic}"),
+                    );
+                }
+            }
+            StackEvent::Connected { controller } => {
+                if matches!(sh.state, RunState::Initialized | RunState::Aborted) {
+                    info!("cyclic data exchange established with {controller}");
+                    sh.state = RunState::DataExchange;
+                    sh.connected = true;
+                    sh.ever_connected = true;
+                    sh.controller = controller;
+                    sh.alarms.clear("connection");
+                } else {
+                    warn!("ignoring Connected in state {}", sh.state.as_str());
+                }
+            }
+            StackEvent::Aborted { reason } => {
+                if sh.state == RunState::DataExchange {
+                    warn!("cyclic data exchange lost: {reason}");
+                    sh.state = RunState::Aborted;
+                    sh.connected = false;
+                    sh.alarms.raise(
+                        "connection",
+                        AlarmSeverity::Error,
+                        "connection",
+                        &format!("connection aborted: {reason}"),
+                    );
+                }
+            }
+            StackEvent::DcpNameAssigned { name, permanent } => {
+                info!("DCP station name '{name}' (permanent: {permanent})");
+                sh.master_station_name = name.clone();
+                if permanent {
+                    sh.remanent.station_name = Some(name);
+                    self.save(&mut sh);
+                }
+            }
+            StackEvent::DcpIpAssigned {
+                ip,
+                mask,
+                gateway,
+                permanent,
+                applied,
+            } => {
+                info!("DCP IP {ip}/{mask} gw {gateway} (permanent: {permanent}): {applied:?}");
+                sh.master_ip = Some(StoredIp { ip, mask, gateway });
+                sh.dcp_ip_applied = applied.is_ok();
+                sh.dcp_ip_apply_message = match applied {
+                    Ok(()) => format!("{ip}/{mask} gateway {gateway} applied"),
+                    Err(e) => format!("cannot apply {ip}/{mask}: {e}"),
+                };
+                if permanent {
+                    sh.remanent.ip = Some(StoredIp { ip, mask, gateway });
+                    self.save(&mut sh);
+                }
+            }
+            StackEvent::DcpSignal => {
+                sh.alarms.raise(
+                    "dcp:signal",
+                    AlarmSeverity::Info,
+                    "dcp",
+                    "DCP signal (flash) requested",
+                );
+            }
+            StackEvent::DcpResetToFactory { qualifier, mode } => {
+                info!("DCP ResetToFactory qualifier {qualifier:#x} -> {mode:?}");
+                self.apply_reset(&mut sh, mode);
+            }
+            StackEvent::RecordWritten {
+                slot,
+                subslot,
+                index,
+                data,
+            } => {
+                persist::apply_record(
+                    &mut sh.remanent,
+                    StoredRecord {
+                        slot,
+                        subslot,
+                        index,
+                        data,
+                    },
+                );
+                self.save(&mut sh);
+            }
+            StackEvent::AlarmAcknowledged {
+                slot,
+                subslot,
+                alarm_type,
+                sequence,
+                ok,
+            } => {
+                info!("controller acknowledged alarm type {alarm_type:#x} seq {sequence} at {slot}/{subslot}: ok={ok}");
+            }
+            StackEvent::Alarm {
+                severity,
+                source,
+                message,
+            } => {
+                sh.alarms.raise(
+                    &format!("stack:{source}:{message}"),
+                    severity,
+                    &source,
+                    &message,
+                );
+            }
+            StackEvent::Fault { code, message } => {
+                error!("data plane fault {code}: {message}");
+                if sh.state == RunState::DataExchange {
+                    sh.state = RunState::Aborted;
+                    sh.connected = false;
+                }
+                sh.alarms
+                    .raise("fault", AlarmSeverity::Critical, "stack", &message);
+            }
+        }
+    }
+
+    fn apply_reset(&self, sh: &mut Shared, mode: ResetMode) {
+        sh.remanent.station_name = None;
+        sh.remanent.ip = None;
+        sh.master_station_name.clear();
+        sh.master_ip = None;
+        sh.dcp_ip_applied = false;
+        sh.dcp_ip_apply_message.clear();
+        match mode {
+            ResetMode::Communication => self.save(sh),
+            ResetMode::Factory => {
+                sh.remanent = Remanent::default();
+                sh.diag.clear();
+                sh.alarms.clear_prefix("diag:");
+                if let Err(e) = self.store.clear() {
+                    error!(
+                        "persistence: cannot remove {}: {e}",
+                        self.store.path().display()
+                    );
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ start / stop
+
+    fn build_stack_config(&self, sh: &Shared, nic: &str) -> StackConfig {
+        let c = &sh.config;
+        let ip = sh.remanent.ip.unwrap_or(StoredIp {
+            ip: c.ip,
+            mask: c.mask,
+            gateway: c.gateway,
+        });
+        let station_name = sh
+            .remanent
+            .station_name
+            .clone()
+            .unwrap_or_else(|| c.station_name.clone());
+        let mut sc = StackConfig {
+            nic: nic.to_string(),
+            station_name,
+            ip: ip.ip,
+            mask: ip.mask,
+            gateway: ip.gateway,
+            device_name: c.device_name.clone(),
+            vendor_id: c.vendor_id,
+            device_id: c.device_id,
+            send_clock_factor: c.send_clock_ms * 32,
+            watchdog_ms: self.settings.watchdog_ms,
+            safe_input_value: self.settings.safe_input_value,
+            modules: c.modules.clone(),
+            im0: c.im0.clone(),
+            im: sh.remanent.im.clone(),
+            records: sh.remanent.records.clone(),
+            high_resolution_timer: sh.high_res,
+            input_len: c.input_len,
+            output_len: c.output_len,
+            fingerprint: String::new(),
+        };
+        sc.fingerprint = self.fingerprint(&sc, sh);
+        sc
+    }
+
+    /// Fingerprint inputs of spec 3 rule 3 (the "native library path" is the data-plane kind).
+    fn fingerprint(&self, sc: &StackConfig, sh: &Shared) -> String {
+        let text = format!(
+            "nic={}|name={}|ip={}|mask={}|gw={}|cycle={}|vendor={}|device={}|wd={}|safe={}|in={}|out={}|xml={}|lib={}",
+            sc.nic,
+            sc.station_name,
+            sc.ip,
+            sc.mask,
+            sc.gateway,
+            sc.send_clock_factor,
+            sc.vendor_id,
+            sc.device_id,
+            sc.watchdog_ms,
+            sc.safe_input_value,
+            sc.input_len,
+            sc.output_len,
+            sh.config_path.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+            self.plane.kind()
+        );
+        // FNV-1a 64: a stable, dependency-free digest (not a security property).
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in text.bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        format!("{h:016x}")
+    }
+
+    fn start_stop_body(ok: bool, message: String, code: i32) -> Value {
+        json!({ "ok": ok, "message": message, "errorCode": code, "timestamp": now_rfc3339() })
+    }
+
+    /// `POST /api/start`.
+    pub async fn start(&self) -> Value {
+        let _c = self.control.lock().await;
+        let (state, nic, config_error) = {
+            let sh = self.lock();
+            (sh.state, self.nic(&sh.config), sh.config_error.clone())
+        };
+        if state.running() {
+            let code = self.lock().error_code;
+            return Self::start_stop_body(
+                true,
+                format!(
+                    "slave already running ({}); request ignored",
+                    state.as_str()
+                ),
+                code,
+            );
+        }
+        if let Some(e) = config_error {
+            let mut sh = self.lock();
+            sh.state = RunState::ConfigError;
+            sh.error_code = error_code::ERR_CFG;
+            sh.status_message = format!("NIC '{nic}': configuration invalid: {e}");
+            return Self::start_stop_body(false, sh.status_message.clone(), error_code::ERR_CFG);
+        }
+        // Driver probe (spec 1.5 / 1.8).
+        let plane = self.plane.clone();
+        let nic2 = nic.clone();
+        let probe = tokio::task::spawn_blocking(move || plane.probe(&nic2)).await;
+        let probe = match probe {
+            Ok(p) => p,
+            Err(e) => {
+                return Self::start_stop_body(
+                    false,
+                    format!("probe task failed: {e}"),
+                    error_code::ERR_INIT,
+                )
+            }
+        };
+        if let Err(e) = probe {
+            error!("start refused: data plane probe failed: {e}");
+            let mut sh = self.lock();
+            sh.state = RunState::ConfigError;
+            sh.connected = false;
+            sh.error_code = e.os_error;
+            sh.status_message = format!("NIC '{}': {} (os error {})", e.nic, e.reason, e.os_error);
+            let msg = sh.status_message.clone();
+            sh.alarms
+                .raise("config:nic", AlarmSeverity::Error, "config", &msg);
+            return Self::start_stop_body(false, format!("start refused: {msg}"), e.os_error);
+        }
+        // Licence gate (spec 1.10).
+        if let Err(e) = self.check_licence(&nic) {
+            error!("start refused: {e}");
+            let mut sh = self.lock();
+            sh.state = RunState::Stopped;
+            sh.error_code = error_code::ERR_INIT;
+            sh.status_message = format!("start refused: {e}");
+            sh.licence_failed = true;
+            sh.alarms
+                .raise("licence", AlarmSeverity::Critical, "licence", &e);
+            return Self::start_stop_body(false, sh.status_message.clone(), error_code::ERR_INIT);
+        }
+        let (sc, mode, prev_state) = {
+            let mut sh = self.lock();
+            sh.licence_failed = false;
+            sh.alarms.clear("licence");
+            sh.alarms.clear("config:nic");
+            let sc = self.build_stack_config(&sh, &nic);
+            let reuse = sh
+                .instance
+                .as_ref()
+                .is_some_and(|i| i.fingerprint == sc.fingerprint);
+            (
+                sc,
+                if reuse {
+                    StartMode::Reuse
+                } else {
+                    StartMode::Fresh
+                },
+                sh.state,
+            )
+        };
+        let had_instance = self.lock().instance.is_some();
+        if mode == StartMode::Fresh {
+            if had_instance {
+                info!("configuration fingerprint changed: full teardown before a fresh start");
+                let plane = self.plane.clone();
+                let _ = tokio::task::spawn_blocking(move || plane.teardown()).await;
+                self.lock().instance = None;
+            }
+            let mut slot = self.image.write().unwrap_or_else(|p| p.into_inner());
+            if slot.input_len() != sc.input_len || slot.output_len() != sc.output_len {
+                let new = slot.resized(sc.input_len, sc.output_len);
+                *slot = Arc::new(new);
+            }
+        }
+        let image = self.current_image();
+        let plane = self.plane.clone();
+        let sink = self.sink.clone();
+        let sc2 = sc.clone();
+        let res = tokio::task::spawn_blocking(move || plane.start(&sc2, image, sink, mode)).await;
+        let res = res.unwrap_or_else(|e| {
+            Err(crate::dataplane::StartError {
+                failure: StartFailure::ControlPlane,
+                code: error_code::ERR_THREAD,
+                message: format!("start task failed: {e}"),
+            })
+        });
+        match res {
+            Ok(()) => {
+                let diags: Vec<DiagnosisEntry> = {
+                    let mut sh = self.lock();
+                    sh.state = RunState::Initialized;
+                    sh.connected = false;
+                    sh.error_code = 0;
+                    sh.status_message = format!(
+                        "slave started on NIC '{nic}' ({}); waiting for a controller",
+                        if mode == StartMode::Reuse {
+                            "instance reused"
+                        } else {
+                            "fresh start"
+                        }
+                    );
+                    sh.instance = Some(sc);
+                    sh.diag.values().cloned().collect()
+                };
+                for d in diags {
+                    self.plane.command(StackCommand::SetDiagnosis(d));
+                }
+                info!("slave started on {nic} ({mode:?})");
+                let msg = self.lock().status_message.clone();
+                Self::start_stop_body(true, msg, 0)
+            }
+            Err(e) => {
+                error!("start failed: {e}");
+                let teardown = !matches!(e.failure, StartFailure::StartPhase);
+                if teardown {
+                    let plane = self.plane.clone();
+                    let _ = tokio::task::spawn_blocking(move || plane.teardown()).await;
+                }
+                let mut sh = self.lock();
+                if teardown {
+                    sh.instance = None;
+                }
+                let (state, code) = match e.failure {
+                    StartFailure::DataPlaneOpen => (RunState::ConfigError, e.code),
+                    StartFailure::ControlPlane | StartFailure::ReuseStack => {
+                        (RunState::Stopped, e.code)
+                    }
+                    StartFailure::ReuseLoop => (RunState::Stopped, 0),
+                    StartFailure::StartPhase => (prev_state, sh.error_code),
+                };
+                sh.state = state;
+                sh.error_code = code;
+                sh.status_message = if state == RunState::ConfigError {
+                    format!("NIC '{nic}': {}", e.message)
+                } else {
+                    format!("start failed: {}", e.message)
+                };
+                Self::start_stop_body(false, sh.status_message.clone(), e.code)
+            }
+        }
+    }
+
+    /// `POST /api/stop` (soft stop; spec 3 rule 2).
+    pub async fn stop(&self) -> Value {
+        let _c = self.control.lock().await;
+        let was = self.lock().state;
+        if was.running() {
+            let plane = self.plane.clone();
+            let _ = tokio::task::spawn_blocking(move || plane.stop()).await;
+        }
+        let img = self.current_image();
+        img.invalidate_input();
+        img.set_device_status(IOXS_BAD, IOXS_BAD);
+        let mut sh = self.lock();
+        sh.state = RunState::Stopped;
+        sh.connected = false;
+        sh.error_code = 0;
+        sh.status_message.clear();
+        info!("slave stopped (was {})", was.as_str());
+        Self::start_stop_body(
+            true,
+            if was.running() {
+                "slave stopped".into()
+            } else {
+                "slave was not running".into()
+            },
+            0,
+        )
+    }
+
+    /// Full teardown at service shutdown.
+    pub async fn shutdown(&self) {
+        let _c = self.control.lock().await;
+        let plane = self.plane.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            plane.stop();
+            plane.teardown();
+        })
+        .await;
+        let mut sh = self.lock();
+        sh.state = RunState::Stopped;
+        sh.connected = false;
+        sh.instance = None;
+    }
+
+    /// `POST /api/config/reload` (accepted in every state; spec 3 rule 1, 4 rule 4).
+    pub async fn reload(&self, path: Option<PathBuf>) -> Value {
+        let _c = self.control.lock().await;
+        let target = path.clone().or_else(|| self.lock().config_path.clone());
+        let loaded = tokio::task::spawn_blocking({
+            let t = target.clone();
+            move || RuntimeConfig::load(t.as_deref())
+        })
+        .await
+        .unwrap_or_else(|e| Err(format!("reload task failed: {e}")));
+        let body = |ok: bool, message: String, code: i32| json!({ "ok": ok, "message": message, "errorCode": code, "timestamp": now_rfc3339() });
+        match loaded {
+            Err(e) => {
+                warn!("configuration reload failed (running configuration kept): {e}");
+                body(
+                    false,
+                    format!("{e}; the running configuration is kept"),
+                    error_code::ERR_CFG,
+                )
+            }
+            Ok(cfg) => {
+                let img = self.current_image();
+                let mut sh = self.lock();
+                let sizes_changed =
+                    cfg.input_len != img.input_len() || cfg.output_len != img.output_len();
+                let source = cfg.source.clone();
+                sh.config = cfg;
+                sh.config_error = None;
+                sh.config_path = target;
+                sh.alarms.clear("config");
+                if sh.error_code == error_code::ERR_CFG && !sh.state.running() {
+                    sh.error_code = 0;
+                }
+                let mut msg = format!("configuration reloaded from {source}");
+                if sizes_changed {
+                    msg.push_str("; process-image sizes change at the next fresh start");
+                }
+                info!("{msg}");
+                body(true, msg, 0)
+            }
+        }
+    }
+
+    /// `POST /api/reset`.
+    pub async fn reset(&self, mode: ResetMode) -> Value {
+        let _c = self.control.lock().await;
+        let (running, cmd) = {
+            let mut sh = self.lock();
+            self.apply_reset(&mut sh, mode);
+            let c = &sh.config;
+            (
+                sh.state.running(),
+                StackCommand::Reset {
+                    mode,
+                    station_name: c.station_name.clone(),
+                    ip: c.ip,
+                    mask: c.mask,
+                    gateway: c.gateway,
+                },
+            )
+        };
+        if running {
+            self.plane.command(cmd);
+        }
+        let (mode_s, what) = match mode {
+            ResetMode::Communication => (
+                "communication",
+                "station name and IP parameters reset to the configuration; connections released",
+            ),
+            ResetMode::Factory => (
+                "factory",
+                "all remanent data cleared (station name, IP, I&M1-4, records, diagnosis entries); connections released",
+            ),
+        };
+        info!("reset {mode_s}: {what}");
+        json!({ "ok": true, "mode": mode_s, "message": what, "timestamp": now_rfc3339() })
+    }
+
+    /// `POST /api/high-resolution-timer`.
+    pub fn set_high_resolution_timer(&self, enable: bool) -> Value {
+        self.lock().high_res = enable;
+        self.plane
+            .command(StackCommand::SetHighResolutionTimer(enable));
+        ok_body(
+            true,
+            format!(
+                "high-resolution timer {}",
+                if enable { "enabled" } else { "disabled" }
+            ),
+        )
+    }
+
+    // ------------------------------------------------------------------ process data
+
+    /// `POST /api/io` after validation. `Err` only for an out-of-range write (400).
+    pub async fn io_write(&self, offset: usize, data: &[u8]) -> Result<Value, WriteError> {
+        let gen_img = {
+            let slot = self.image.read().unwrap_or_else(|p| p.into_inner());
+            let gen = slot.write_output(offset, data)?;
+            (gen, slot.clone())
+        };
+        let (gen, img) = gen_img;
+        let (state, wait) = {
+            let sh = self.lock();
+            (sh.state, self.delivery_wait(&sh.config))
+        };
+        let ps = self.plane_status();
+        let code = if !state.running() || !ps.running {
+            reason::DATA_PLANE_STOPPED
+        } else if !ps.link_up {
+            reason::LINK_DOWN
+        } else if state != RunState::DataExchange {
+            reason::NOT_FLUSHED
+        } else {
+            let deadline = tokio::time::Instant::now() + wait;
+            loop {
+                if img.output_sent_covers(gen) {
+                    break reason::DELIVERED;
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    break reason::NOT_FLUSHED;
+                }
+                tokio::time::sleep(Duration::from_micros(500)).await;
+            }
+        };
+        let sh = self.lock();
+        let delivered = code.is_empty();
+        let message = match code {
+            reason::DELIVERED => String::new(),
+            reason::DATA_PLANE_STOPPED => {
+                "the data plane is not running; the write is kept and sent once the slave runs"
+                    .into()
+            }
+            reason::LINK_DOWN => {
+                "the link is down; the write is kept and sent when it recovers".into()
+            }
+            _ => format!(
+                "the write is kept in the service and not yet sent ({})",
+                if sh.state == RunState::DataExchange {
+                    "the cyclic thread has not taken it yet"
+                } else {
+                    "no cyclic data exchange"
+                }
+            ),
+        };
+        Ok(json!({
+            "ok": delivered,
+            "delivered": delivered,
+            "queued": true,
+            "connected": state == RunState::DataExchange,
+            "state": state.as_str(),
+            "reasonCode": code,
+            "waitReason": if delivered { "" } else { Self::wait_reason(&sh) },
+            "message": message,
+            "errorCode": sh.error_code,
+            "offset": offset,
+            "length": data.len(),
+            "timestamp": now_rfc3339(),
+        }))
+    }
+
+    /// `GET /api/io`.
+    pub fn io_snapshot(&self) -> Value {
+        let img = self.current_image();
+        let s = img.snapshot();
+        let connected = self.lock().state == RunState::DataExchange;
+        json!({
+            "epoch": s.epoch,
+            "inputHex": to_hex(&s.input),
+            "outputHex": to_hex(&s.output),
+            "inputLength": s.input.len(),
+            "outputLength": s.output.len(),
+            "inputIopsHex": to_hex(&[s.input_iops]),
+            "inputIocsHex": to_hex(&[s.input_iocs]),
+            "outputIopsHex": to_hex(&[s.output_iops]),
+            "outputIocsHex": to_hex(&[s.output_iocs]),
+            "inputValid": s.input_valid && connected,
+            "outputValid": s.output_synced && connected,
+            "outputSyncedToDriver": s.output_synced,
+            "formatVersion": FORMAT_VERSION,
+            "timestamp": now_rfc3339(),
+        })
+    }
+
+    // ------------------------------------------------------------------ read models
+
+    /// `GET /api/status`.
+    pub fn status(&self) -> Value {
+        let img = self.current_image();
+        let sh = self.lock();
+        let nic = self.nic(&sh.config);
+        let (alarms, critical) = sh.alarms.counts();
+        let port_present = crate::dataplane::read_link_state(&nic).present;
+        let ipf = |f: fn(&StoredIp) -> Ipv4Addr| {
+            sh.master_ip
+                .as_ref()
+                .map(|i| f(i).to_string())
+                .unwrap_or_default()
+        };
+        json!({
+            "serviceName": SERVICE_NAME,
+            "version": VERSION,
+            "state": sh.state.as_str(),
+            "connected": sh.connected,
+            "everConnected": sh.ever_connected,
+            "errorCode": sh.error_code,
+            "ioEpoch": img.epoch(),
+            "criticalAlarmCount": critical,
+            "alarmCount": alarms,
+            "hardwarePortPresent": port_present,
+            "waitReason": Self::wait_reason(&sh),
+            "statusMessage": sh.status_message,
+            "masterAssignedIp": ipf(|i| i.ip),
+            "masterAssignedMask": ipf(|i| i.mask),
+            "masterAssignedGateway": ipf(|i| i.gateway),
+            "configStationName": sh.config.station_name,
+            "masterStationName": sh.master_station_name,
+            "dcpIpApplied": sh.dcp_ip_applied,
+            "dcpIpApplyMessage": sh.dcp_ip_apply_message,
+            "outputSyncedToDriver": img.output_synced(),
+            "timestamp": now_rfc3339(),
+            // extras (consumers skip unknown fields)
+            "stateCode": sh.state.code(),
+            "interfaceName": nic,
+            "linkUp": sh.link_up,
+            "highResolutionTimer": sh.high_res,
+            "configSource": sh.config.source,
+        })
+    }
+
+    /// `GET /api/diag`.
+    pub fn diag(&self) -> Value {
+        let img = self.current_image();
+        let sh = self.lock();
+        if !sh.state.running() {
+            return json!({
+                "ok": false,
+                "message": "the slave has not been started",
+                "state": sh.state.as_str(),
+                "errorCode": sh.error_code,
+                "timestamp": now_rfc3339(),
+            });
+        }
+        let ps = self.plane_status();
+        let mut v = json!({
+            "ok": true,
+            "sharedMemoryMapped": ps.image_attached,
+            "linkUp": ps.link_up,
+            "connected": sh.connected,
+            "message": ps.message,
+            "state": sh.state.as_str(),
+            "timestamp": now_rfc3339(),
+            "errorCode": sh.error_code,
+            "inputAreaLength": img.input_len(),
+            "outputAreaLength": img.output_len(),
+            "highResolutionTimer": sh.high_res,
+            "dataPlane": self.plane.kind(),
+            "diagnoses": sh.diag.values().collect::<Vec<_>>(),
+        });
+        if let (Value::Object(m), Ok(Value::Object(c))) =
+            (&mut v, serde_json::to_value(ps.counters))
+        {
+            m.extend(c);
+        }
+        v
+    }
+
+    /// `GET /api/alarms`.
+    pub fn alarms_active(&self) -> Vec<AlarmItem> {
+        self.lock().alarms.active()
+    }
+
+    /// `GET /api/alarms/history`.
+    pub fn alarms_history(&self) -> Vec<AlarmItem> {
+        self.lock().alarms.history()
+    }
+
+    /// `POST /api/alarms/ack`.
+    pub fn ack(&self, id: &str) -> Value {
+        let ok = self.lock().alarms.ack(id);
+        let msg = if ok {
+            format!("alarm {id} acknowledged")
+        } else {
+            format!("no active alarm with id '{id}'")
+        };
+        json!({ "ok": ok, "message": msg, "acknowledgedCount": 0, "timestamp": now_rfc3339() })
+    }
+
+    /// `POST /api/alarms/ack-all`.
+    pub fn ack_all(&self) -> Value {
+        let n = self.lock().alarms.ack_all();
+        json!({ "ok": true, "message": format!("{n} alarm(s) acknowledged"), "acknowledgedCount": n, "timestamp": now_rfc3339() })
+    }
+
+    /// `POST /api/diag` after validation.
+    pub fn diag_write(&self, action: DiagAction, entry: DiagnosisEntry) -> Value {
+        let key: DiagKey = (entry.slot, entry.subslot, entry.channel, entry.error_type);
+        let mut sh = self.lock();
+        let exists = sh.diag.contains_key(&key);
+        let running = sh.state.running();
+        let (ok, msg, cmd) = match action {
+            DiagAction::Add | DiagAction::Update if action == DiagAction::Update && !exists => (
+                false,
+                format!("no diagnosis entry {}", diag_key_text(&key)),
+                None,
+            ),
+            DiagAction::Add | DiagAction::Update => {
+                let text = if entry.text.is_empty() {
+                    format!(
+                        "diagnosis slot {} subslot {} channel {} error type {:#06x}",
+                        entry.slot, entry.subslot, entry.channel, entry.error_type
+                    )
+                } else {
+                    entry.text.clone()
+                };
+                sh.alarms.raise(
+                    &diag_key_text(&key),
+                    diag_severity(entry.severity),
+                    "diag",
+                    &text,
+                );
+                sh.diag.insert(key, entry.clone());
+                (
+                    true,
+                    format!(
+                        "diagnosis {} {}",
+                        diag_key_text(&key),
+                        if exists { "updated" } else { "added" }
+                    ),
+                    Some(StackCommand::SetDiagnosis(entry)),
+                )
+            }
+            DiagAction::Remove if !exists => (
+                false,
+                format!("no diagnosis entry {}", diag_key_text(&key)),
+                None,
+            ),
+            DiagAction::Remove => {
+                sh.diag.remove(&key);
+                sh.alarms.clear(&diag_key_text(&key));
+                (
+                    true,
+                    format!("diagnosis {} removed", diag_key_text(&key)),
+                    Some(StackCommand::RemoveDiagnosis {
+                        slot: key.0,
+                        subslot: key.1,
+                        channel: key.2,
+                        error_type: key.3,
+                    }),
+                )
+            }
+        };
+        let count = sh.diag.len();
+        drop(sh);
+        if let (Some(c), true) = (cmd, running) {
+            self.plane.command(c);
+        }
+        json!({
+            "ok": ok,
+            "message": msg,
+            "action": match action { DiagAction::Add => "add", DiagAction::Update => "update", DiagAction::Remove => "remove" },
+            "entryCount": count,
+            "sentToStack": running && ok,
+            "timestamp": now_rfc3339(),
+        })
+    }
+
+    /// `GET /api/im`.
+    pub fn im(&self) -> Value {
+        let sh = self.lock();
+        let c = &sh.config;
+        let im0 = &c.im0;
+        let (p, a, b, d) = im0.software_revision;
+        let names: Vec<String> = (0..=4u16)
+            .filter(|i| *i == 0 || im0.im_supported & (1 << i) != 0)
+            .map(|i| format!("I&M{i}"))
+            .collect();
+        let im14 = (1..=4).all(|i| im0.im_supported & (1 << i) != 0);
+        let station = if sh.master_station_name.is_empty() {
+            c.station_name.clone()
+        } else {
+            sh.master_station_name.clone()
+        };
+        json!({
+            "vendorId": c.vendor_id,
+            "deviceId": c.device_id,
+            "orderId": im0.order_id,
+            "serialNumber": im0.serial_number,
+            "hardwareRevision": im0.hardware_revision.to_string(),
+            "softwareRevision": format!("{p}{a}.{b}.{d}"),
+            "stationName": station,
+            "productName": im0.product_name,
+            "imSupported": names.join(","),
+            "im14Supported": im14,
+            "im1TagFunction": trim_im(&sh.remanent.im.tag_function),
+            "im1TagLocation": trim_im(&sh.remanent.im.tag_location),
+            "im2Date": trim_im(&sh.remanent.im.date),
+            "im3Descriptor": trim_im(&sh.remanent.im.descriptor),
+            "im4SignatureHex": to_hex(&sh.remanent.im.signature),
+            "timestamp": now_rfc3339(),
+        })
+    }
+
+    /// `GET /api/records`.
+    pub fn records(&self) -> Value {
+        let sh = self.lock();
+        let recs: Vec<Value> = sh
+            .remanent
+            .records
+            .iter()
+            .map(|r| {
+                json!({
+                    "slot": r.slot, "subslot": r.subslot, "index": r.index,
+                    "length": r.data.len(), "dataHex": to_hex(&r.data),
+                })
+            })
+            .collect();
+        json!({
+            "count": recs.len(),
+            "note": format!(
+                "records written by the controller (I&M1-4 and user records), persisted in {}",
+                self.store.path().display()
+            ),
+            "records": recs,
+            "timestamp": now_rfc3339(),
+        })
+    }
+
+    /// `GET /api/info`.
+    pub fn info(&self) -> Value {
+        let sh = self.lock();
+        json!({
+            "serviceName": SERVICE_NAME,
+            "version": VERSION,
+            "formatVersion": FORMAT_VERSION,
+            "uptimeSeconds": self.started_at.elapsed().as_secs(),
+            "startedAt": self.started_at_text,
+            "apiKeyRequired": self.settings.api_key.is_some(),
+            "dataPlane": self.plane.kind(),
+            "state": sh.state.as_str(),
+            "pid": std::process::id(),
+            "timestamp": now_rfc3339(),
+        })
+    }
+
+    /// Liveness of the state for the daemon's own use (tests, logs).
+    pub fn state(&self) -> RunState {
+        self.lock().state
+    }
+
+    /// Raise an alarm from the service itself.
+    pub fn raise_alarm(&self, key: &str, severity: AlarmSeverity, source: &str, message: &str) {
+        self.lock().alarms.raise(key, severity, source, message);
+    }
+}
