@@ -82,6 +82,9 @@ impl BlockingClient {
     pub fn diag_add(&self, e: &DiagEntry) -> Result<Value> {
         self.rt.block_on(self.client.diag_add(e))
     }
+    pub fn diag_update(&self, e: &DiagEntry) -> Result<Value> {
+        self.rt.block_on(self.client.diag_update(e))
+    }
     pub fn diag_remove(&self, e: &DiagEntry) -> Result<Value> {
         self.rt.block_on(self.client.diag_remove(e))
     }

@@ -212,15 +212,34 @@ impl Client {
             .await
     }
 
-    /// Add or update a device diagnosis entry (`POST /api/diag`, severity 0..=3, spec 4 rule 5).
+    /// Add a device diagnosis entry (`POST /api/diag` with `action: "add"`; severity 0..=3,
+    /// spec 4 rule 5).
     pub async fn diag_add(&self, entry: &DiagEntry) -> Result<Value> {
-        entry.validate()?;
-        self.diag_write(&entry.to_json("add")).await
+        self.diag_action("add", entry).await
     }
 
-    /// Remove a device diagnosis entry (`POST /api/diag`).
+    /// Update a device diagnosis entry (`action: "update"`).
+    pub async fn diag_update(&self, entry: &DiagEntry) -> Result<Value> {
+        self.diag_action("update", entry).await
+    }
+
+    /// Remove a device diagnosis entry (`action: "remove"`).
     pub async fn diag_remove(&self, entry: &DiagEntry) -> Result<Value> {
-        self.diag_write(&entry.to_json("remove")).await
+        self.diag_action("remove", entry).await
+    }
+
+    /// `POST /api/diag` with `action` (`add`, `update`, `remove`) and the entry's fields. The
+    /// answer (`ok`, `message`, `action`, `entryCount`, `sentToStack`, ...) is returned as JSON.
+    pub async fn diag_action(&self, action: &str, entry: &DiagEntry) -> Result<Value> {
+        if !matches!(action, "add" | "update" | "remove") {
+            return Err(Error::invalid(format!(
+                "diagnosis action must be add, update or remove, got {action:?}"
+            )));
+        }
+        if action != "remove" {
+            entry.validate()?;
+        }
+        self.diag_write(&entry.to_json(action)).await
     }
 
     /// `GET /api/alarms`: active alarms.
@@ -348,7 +367,8 @@ impl Client {
     }
 }
 
-/// A device diagnosis entry for `POST /api/diag`.
+/// A device diagnosis entry for `POST /api/diag` (request shape as the service defines it:
+/// `action`, `slot`, `subslot`, `channel`, `errorType`, `severity`, `text`).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DiagEntry {
@@ -360,9 +380,9 @@ pub struct DiagEntry {
     pub error_type: u16,
     /// 0 fault, 1 maintenance required, 2 maintenance demanded, 3 qualified (spec 4 rule 5).
     pub severity: u8,
-    /// Free text (optional).
+    /// Free text (optional, at most 256 bytes on the service side).
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub message: String,
+    pub text: String,
 }
 
 impl DiagEntry {
