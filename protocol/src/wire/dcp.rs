@@ -483,8 +483,10 @@ impl From<DcpValue> for DcpBlock {
     }
 }
 
-/// Does a block of `opt` carry a BlockInfo/BlockQualifier word in this service context?
-fn has_prefix(service: ServiceId, ty: ServiceType, opt: u8) -> bool {
+/// Does a block of option `opt` carry a BlockInfo/BlockQualifier word in this service
+/// context? (BlockInfo: Identify and Get responses, Hello requests; BlockQualifier: Set
+/// requests; Control blocks only in Set requests; AllSelector and manufacturer options never.)
+pub fn has_prefix(service: ServiceId, ty: ServiceType, opt: u8) -> bool {
     let info = matches!(
         (service, ty.is_response()),
         (ServiceId::Identify, true) | (ServiceId::Get, true) | (ServiceId::Hello, false)
