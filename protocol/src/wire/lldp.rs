@@ -98,7 +98,7 @@ pub mod mau_type {
     pub const TYPE_1000BASE_T_HD: u16 = 29;
     /// 0x001E.
     pub const TYPE_1000BASE_T_FD: u16 = 30;
-    /// 0x0036.
+    /// 0x0036 (IANA-MAU-MIB, added after RFC 4836; Wireshark 4.0 shows it as unknown).
     pub const TYPE_10GBASE_T: u16 = 54;
 }
 
