@@ -32,7 +32,11 @@ pub enum AlarmOutcome {
         ok: bool,
     },
     /// The controller sent us an alarm notification (acknowledged automatically).
-    Received { alarm_type: u16, slot: u16, subslot: u16 },
+    Received {
+        alarm_type: u16,
+        slot: u16,
+        subslot: u16,
+    },
     /// Retransmissions exhausted or peer ERR-RTA: the AR must be aborted.
     Abort(String),
 }
@@ -56,7 +60,15 @@ impl AlarmCr {
         own_mac: [u8; 6],
         peer_mac: [u8; 6],
     ) -> AlarmCr {
-        let cfg = |p| RtaConfig::new(p, local_ref, remote_ref, timeout_factor.max(1), retries.clamp(3, 15));
+        let cfg = |p| {
+            RtaConfig::new(
+                p,
+                local_ref,
+                remote_ref,
+                timeout_factor.max(1),
+                retries.clamp(3, 15),
+            )
+        };
         let eth = |tag| EthernetRepr {
             dst: MacAddr(peer_mac),
             src: MacAddr(own_mac),

@@ -16,7 +16,7 @@ use pn_protocol::wire::pnio::block::blocks;
 use pn_protocol::wire::pnio::expected::ExpectedSubmoduleBlockReq;
 use pn_protocol::wire::pnio::iocr::{iocr_type, IocrBlockReq, IocrProperties};
 use pn_protocol::wire::pnio::module_diff::{
-    ident_info, module_state, ar_info, DiffApi, DiffModule, DiffSubmodule, ModuleDiffBlock,
+    ar_info, ident_info, module_state, DiffApi, DiffModule, DiffSubmodule, ModuleDiffBlock,
     SubmoduleState,
 };
 use pn_protocol::wire::pnio::PnioStatus;
@@ -28,7 +28,12 @@ use super::cyclic::{ConsumerJob, CopyItem, ProviderJob, CLOCK_UNIT_NS};
 
 /// PNIOStatus of a rejected Connect.
 pub const fn connect_error(code1: u8, code2: u8) -> PnioStatus {
-    PnioStatus::new(PnioStatus::CODE_CONNECT, PnioStatus::DECODE_PNIO, code1, code2)
+    PnioStatus::new(
+        PnioStatus::CODE_CONNECT,
+        PnioStatus::DECODE_PNIO,
+        code1,
+        code2,
+    )
 }
 
 pub mod err1 {
@@ -112,7 +117,8 @@ impl ConnectRequest {
                     if c.ar.is_some() {
                         return Err(connect_error(err1::CMRPC, cmrpc::WRONG_BLOCK_COUNT));
                     }
-                    c.ar = Some(ArBlockReq::parse(&b).map_err(|_| connect_error(err1::AR_BLOCK, 0))?);
+                    c.ar =
+                        Some(ArBlockReq::parse(&b).map_err(|_| connect_error(err1::AR_BLOCK, 0))?);
                 }
                 0x0102 => c
                     .iocrs
@@ -122,7 +128,8 @@ impl ConnectRequest {
                         return Err(connect_error(err1::CMRPC, cmrpc::WRONG_BLOCK_COUNT));
                     }
                     c.alarm_cr = Some(
-                        AlarmCrBlockReq::parse(&b).map_err(|_| connect_error(err1::ALARM_CR_BLOCK, 0))?,
+                        AlarmCrBlockReq::parse(&b)
+                            .map_err(|_| connect_error(err1::ALARM_CR_BLOCK, 0))?,
                     );
                 }
                 0x0104 => c.expected.push(
@@ -162,7 +169,9 @@ fn iocr_ok(c: &IocrBlockReq) -> Result<(), PnioStatus> {
     if class != IocrProperties::RT_CLASS_1 && class != IocrProperties::RT_CLASS_2 {
         return e(7);
     }
-    if !(usize::from(rt::C_SDU_MIN_LEN as u16)..=rt::C_SDU_MAX_LEN).contains(&usize::from(c.data_length)) {
+    if !(usize::from(rt::C_SDU_MIN_LEN as u16)..=rt::C_SDU_MAX_LEN)
+        .contains(&usize::from(c.data_length))
+    {
         return e(8);
     }
     if !(1..=128).contains(&c.send_clock_factor) {
@@ -199,9 +208,20 @@ pub fn plan_connect(
     safe: u8,
     taken: &[u16],
 ) -> Result<ConnectPlan, PnioStatus> {
-    let ar = req.ar.as_ref().ok_or(connect_error(err1::CMRPC, cmrpc::WRONG_BLOCK_COUNT))?;
-    let inputs: Vec<_> = req.iocrs.iter().filter(|c| c.iocr_type == iocr_type::INPUT).collect();
-    let outputs: Vec<_> = req.iocrs.iter().filter(|c| c.iocr_type == iocr_type::OUTPUT).collect();
+    let ar = req
+        .ar
+        .as_ref()
+        .ok_or(connect_error(err1::CMRPC, cmrpc::WRONG_BLOCK_COUNT))?;
+    let inputs: Vec<_> = req
+        .iocrs
+        .iter()
+        .filter(|c| c.iocr_type == iocr_type::INPUT)
+        .collect();
+    let outputs: Vec<_> = req
+        .iocrs
+        .iter()
+        .filter(|c| c.iocr_type == iocr_type::OUTPUT)
+        .collect();
     if inputs.is_empty() || outputs.is_empty() {
         return Err(connect_error(err1::CMRPC, cmrpc::IOCR_MISSING));
     }
@@ -228,14 +248,21 @@ pub fn plan_connect(
             for s in &m.submodules {
                 let in_len = s.input().map_or(0, |d| d.data_length);
                 let out_len = s.output().map_or(0, |d| d.data_length);
-                exp_len.insert((m.slot, s.subslot), (usize::from(in_len), usize::from(out_len)));
+                exp_len.insert(
+                    (m.slot, s.subslot),
+                    (usize::from(in_len), usize::from(out_len)),
+                );
                 let cfg = cfg_mod.iter().find(|c| c.subslot == s.subslot);
                 let state = match cfg {
                     None => Some((0, ident_info::NO_SUBMODULE)),
-                    Some(c) if module_wrong == Some(true) || c.submodule_ident != s.submodule_ident => {
+                    Some(c)
+                        if module_wrong == Some(true) || c.submodule_ident != s.submodule_ident =>
+                    {
                         Some((c.submodule_ident, ident_info::WRONG))
                     }
-                    Some(c) if c.q_len != usize::from(in_len) || c.i_len != usize::from(out_len) => {
+                    Some(c)
+                        if c.q_len != usize::from(in_len) || c.i_len != usize::from(out_len) =>
+                    {
                         Some((c.submodule_ident, ident_info::WRONG))
                     }
                     Some(_) => None,
@@ -260,7 +287,11 @@ pub fn plan_connect(
                     slot: m.slot,
                     module_ident: cfg_mod.first().map_or(0, |c| c.module_ident),
                     module_state: ms,
-                    submodules: if ms == module_state::NO_MODULE { Vec::new() } else { dsubs },
+                    submodules: if ms == module_state::NO_MODULE {
+                        Vec::new()
+                    } else {
+                        dsubs
+                    },
                 });
             }
         }
@@ -272,8 +303,14 @@ pub fn plan_connect(
             modules: diff_modules,
         }],
     });
-    let entry = |slot: u16, subslot: u16| slots.iter().find(|s| s.slot == slot && s.subslot == subslot);
-    let good = |slot: u16, subslot: u16| !wrong.contains(&(slot, subslot)) && entry(slot, subslot).is_some();
+    let entry = |slot: u16, subslot: u16| {
+        slots
+            .iter()
+            .find(|s| s.slot == slot && s.subslot == subslot)
+    };
+    let good = |slot: u16, subslot: u16| {
+        !wrong.contains(&(slot, subslot)) && entry(slot, subslot).is_some()
+    };
 
     let input_frame_id = pick_frame_id(ic.frame_id, ic.properties.rt_class() as u32, taken);
     let mut taken2 = taken.to_vec();
@@ -287,7 +324,11 @@ pub fn plan_connect(
         dst: MacAddr(ar.cm_initiator_mac),
         src: MacAddr(own_mac),
         vlan: Some(VlanTag {
-            pcp: if tag.priority() == 0 { 6 } else { tag.priority() },
+            pcp: if tag.priority() == 0 {
+                6
+            } else {
+                tag.priority()
+            },
             dei: false,
             vid: tag.vlan_id(),
         }),
@@ -404,4 +445,3 @@ pub fn plan_connect(
         dht_ns,
     })
 }
-

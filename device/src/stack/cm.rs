@@ -1,1 +1,1052 @@
-//! (being written by stack-core)
+//! Connection management: the DCE/RPC (connectionless) server on UDP 34964 and the client call
+//! ApplicationReady, the ARs, the alarm transports and the records, all owned by one std
+//! thread (`pn-cm`). See `mod.rs` for why it is a plain thread.
+//!
+//! Per loop iteration: drain the messages from the other threads (alarm frames, link changes,
+//! runtime commands), wait up to 5 ms for one datagram, then run the timers (CMInitiator
+//! activity timeout, ApplicationReady retransmission, consumer watchdog flag from the
+//! real-time thread, RTA retransmission, fragment reassembly timeout).
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::Arc;
+use std::time::Duration;
+
+use pn_protocol::machine::rpc_reassembly::{Reassembler, ReassemblyConfig};
+use pn_protocol::time::Instant;
+use pn_protocol::wire::field::Writer;
+use pn_protocol::wire::pnio::alarm_cr::AlarmCrBlockRes;
+use pn_protocol::wire::pnio::ar::{ar_type, ArBlockReq, ArBlockRes};
+use pn_protocol::wire::pnio::block::blocks;
+use pn_protocol::wire::pnio::control::{block_type as ctl_type, ControlBlock};
+use pn_protocol::wire::pnio::iocr::{iocr_type, IocrBlockRes};
+use pn_protocol::wire::pnio::record::{
+    index, ReadRequest, ReadResponse, WriteBody, WriteRequest, WriteResHeaderRepr, WriteResponse,
+};
+use pn_protocol::wire::pnio::PnioStatus;
+use pn_protocol::wire::rpc::{
+    self, opnum, reject_status, Drep, FaultBody, PacketType, PnioRequest, PnioResponse, RpcHeader,
+    RpcPacket, Uuid,
+};
+use pn_protocol::wire::rta::abort_reason;
+
+use crate::dataplane::{
+    AlarmSeverity, DiagnosisEntry, EventSink, SharedCounters, StackCommand, StackConfig, StackEvent,
+};
+use crate::image::{ProcessImage, IOXS_BAD, IOXS_GOOD};
+
+use super::alarms::{AlarmCr, AlarmOutcome};
+use super::ar::{self, cmrpc, connect_error, err1, ConnectRequest, SlotEntry};
+use super::cyclic::{mono_ns, CyclicShared};
+use super::records::Records;
+use super::{CtlMsg, PlaneFlags, RawLink};
+
+/// The PNIO CM UDP port.
+pub const CM_PORT: u16 = pn_protocol::wire::ip::PNIO_CM_PORT;
+/// Largest RPC body per fragment we send (UDP payload 1472 minus the 80-byte header, as the
+/// Ethernet MTU of 1500 allows without IP fragmentation).
+pub const MAX_FRAGMENT_BODY: usize = 1392;
+/// ApplicationReady retransmission interval.
+const APP_READY_RETRY_NS: u64 = 1_000_000_000;
+/// Our LocalAlarmReference.
+const LOCAL_ALARM_REF: u16 = 0x0001;
+/// At most this many supervisor (DeviceAccess) ARs beside the IO AR.
+const MAX_SUPERVISOR_ARS: usize = 2;
+
+/// Everything the connection manager needs.
+pub struct CmContext {
+    pub cfg: StackConfig,
+    pub image: Arc<ProcessImage>,
+    pub events: EventSink,
+    pub link: Arc<RawLink>,
+    pub cyclic: Arc<CyclicShared>,
+    pub counters: Arc<SharedCounters>,
+    pub flags: Arc<PlaneFlags>,
+    pub stop: Arc<AtomicBool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ArPhase {
+    /// Connect answered, waiting for PrmEnd.
+    Startup,
+    /// PrmEnd answered, ApplicationReady sent, waiting for its response.
+    AppReady,
+    /// ApplicationReady confirmed: data exchange.
+    Data,
+}
+
+struct ClientCall {
+    activity: Uuid,
+    packet: Vec<u8>,
+    dst: SocketAddr,
+    next_ns: u64,
+    attempts: u32,
+}
+
+struct IoAr {
+    req: ArBlockReq,
+    peer: SocketAddr,
+    drep: Drep,
+    phase: ArPhase,
+    started_ns: u64,
+    cmi_timeout_ns: u64,
+    dht_ns: u64,
+    alarm: AlarmCr,
+    app_ready: Option<ClientCall>,
+    connected_event_sent: bool,
+}
+
+struct SupervisorAr {
+    ar_uuid: Uuid,
+    session_key: u16,
+    last_ns: u64,
+    timeout_ns: u64,
+}
+
+struct CachedReply {
+    sequence: u32,
+    packets: Vec<Vec<u8>>,
+}
+
+struct Cm {
+    ctx: CmContext,
+    sock: UdpSocket,
+    boot: u32,
+    t0: std::time::Instant,
+    records: Records,
+    slots: Vec<SlotEntry>,
+    io_ar: Option<IoAr>,
+    sup: Vec<SupervisorAr>,
+    cache: HashMap<Uuid, CachedReply>,
+    reasm: Reassembler,
+    link_up: bool,
+    eth_out: Vec<Vec<u8>>,
+}
+
+/// Start the connection-manager thread. Binds UDP 34964 first so a bind error fails the start.
+pub fn spawn(ctx: CmContext, rx: Receiver<CtlMsg>) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let sock = UdpSocket::bind(("0.0.0.0", CM_PORT))?;
+    sock.set_read_timeout(Some(Duration::from_millis(5)))?;
+    let boot = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as u32)
+        .unwrap_or(1);
+    let records = Records::from_config(&ctx.cfg);
+    let slots = ar::layout(
+        &ctx.cfg.modules,
+        ctx.image.input_len(),
+        ctx.image.output_len(),
+    );
+    let reasm = Reassembler::new(ReassemblyConfig {
+        server_boot: boot,
+        ..ReassemblyConfig::default()
+    });
+    let mut cm = Cm {
+        ctx,
+        sock,
+        boot,
+        t0: std::time::Instant::now(),
+        records,
+        slots,
+        io_ar: None,
+        sup: Vec::new(),
+        cache: HashMap::new(),
+        reasm,
+        link_up: true,
+        eth_out: Vec::new(),
+    };
+    std::thread::Builder::new()
+        .name("pn-cm".into())
+        .spawn(move || cm.run(rx))
+}
+
+fn random_uuid() -> Uuid {
+    let mut b = [0u8; 16];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        use std::io::Read;
+        let _ = f.read_exact(&mut b);
+    }
+    b[6] = (b[6] & 0x0F) | 0x40;
+    b[8] = (b[8] & 0x3F) | 0x80;
+    Uuid::from_bytes(b)
+}
+
+fn mac_str(m: &[u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+fn status_err(code: u8, code1: u8, code2: u8) -> PnioStatus {
+    PnioStatus::new(code, PnioStatus::DECODE_PNIO, code1, code2)
+}
+
+impl Cm {
+    fn now(&self) -> Instant {
+        Instant::from_nanos(self.t0.elapsed().as_nanos() as u64)
+    }
+
+    fn send_udp(&self, data: &[u8], to: SocketAddr) {
+        if self.sock.send_to(data, to).is_ok() {
+            self.ctx
+                .counters
+                .tx_control_frames
+                .fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.ctx
+                .counters
+                .dropped_frames
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn flush_eth(&mut self) {
+        for f in std::mem::take(&mut self.eth_out) {
+            if self.ctx.link.send(&f) {
+                self.ctx.counters.tx_frames.fetch_add(1, Ordering::Relaxed);
+                self.ctx
+                    .counters
+                    .tx_control_frames
+                    .fetch_add(1, Ordering::Relaxed);
+            } else {
+                self.ctx
+                    .counters
+                    .dropped_frames
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn event(&self, ev: StackEvent) {
+        let _ = self.ctx.events.send(ev);
+    }
+
+    fn run(&mut self, rx: Receiver<CtlMsg>) {
+        let mut buf = vec![0u8; 65536];
+        loop {
+            if self.ctx.stop.load(Ordering::Acquire) {
+                self.abort_io_ar(
+                    "data plane stopped",
+                    Some(abort_reason::AR_DEVICE_DEACTIVATED),
+                );
+                self.flush_eth();
+                break;
+            }
+            loop {
+                match rx.try_recv() {
+                    Ok(m) => self.on_msg(m),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        self.ctx.stop.store(true, Ordering::Release);
+                        break;
+                    }
+                }
+            }
+            match self.sock.recv_from(&mut buf) {
+                Ok((n, from)) => {
+                    self.ctx
+                        .counters
+                        .rx_control_frames
+                        .fetch_add(1, Ordering::Relaxed);
+                    let data = buf[..n].to_vec();
+                    self.on_datagram(&data, from);
+                }
+                Err(_) => {}
+            }
+            self.timers();
+            self.flush_eth();
+        }
+    }
+
+    // ------------------------------------------------------------------ messages
+
+    fn on_msg(&mut self, m: CtlMsg) {
+        let now = self.now();
+        match m {
+            CtlMsg::Alarm { frame_id, src, pdu } => {
+                if let Some(ar) = self.io_ar.as_mut() {
+                    if src == ar.req.cm_initiator_mac {
+                        ar.alarm.handle(frame_id, &pdu, now);
+                    }
+                }
+            }
+            CtlMsg::Link(up) => {
+                if up != self.link_up {
+                    self.link_up = up;
+                    if !up {
+                        self.abort_io_ar("link down", None);
+                    }
+                }
+                self.event(StackEvent::LinkChanged { up });
+            }
+            CtlMsg::Cmd(c) => self.on_command(c),
+        }
+    }
+
+    fn on_command(&mut self, c: StackCommand) {
+        let now = self.now();
+        match c {
+            StackCommand::SetDiagnosis(d) => {
+                let key = |e: &DiagnosisEntry| (e.slot, e.subslot, e.channel, e.error_type);
+                if let Some(e) = self.records.diags.iter_mut().find(|e| key(e) == key(&d)) {
+                    *e = d.clone();
+                } else {
+                    self.records.diags.push(d.clone());
+                }
+                self.ctx
+                    .cyclic
+                    .station_problem
+                    .store(true, Ordering::Relaxed);
+                self.send_diag_alarm(&d, true, now);
+            }
+            StackCommand::RemoveDiagnosis {
+                slot,
+                subslot,
+                channel,
+                error_type,
+            } => {
+                let pos = self.records.diags.iter().position(|e| {
+                    e.slot == slot
+                        && e.subslot == subslot
+                        && e.channel == channel
+                        && e.error_type == error_type
+                });
+                if let Some(p) = pos {
+                    let d = self.records.diags.remove(p);
+                    self.ctx
+                        .cyclic
+                        .station_problem
+                        .store(!self.records.diags.is_empty(), Ordering::Relaxed);
+                    self.send_diag_alarm(&d, false, now);
+                }
+            }
+            StackCommand::SetHighResolutionTimer(on) => {
+                self.ctx.cyclic.precise.store(on, Ordering::Relaxed);
+            }
+            StackCommand::Reset { mode, .. } => {
+                self.abort_io_ar(
+                    &format!("reset ({mode:?})"),
+                    Some(abort_reason::DCP_RESET_TO_FACTORY),
+                );
+                self.sup.clear();
+            }
+        }
+    }
+
+    fn send_diag_alarm(&mut self, d: &DiagnosisEntry, appears: bool, now: Instant) {
+        let idents = self.records.idents(d.slot, d.subslot).unwrap_or((0, 0));
+        let still = self
+            .records
+            .diags
+            .iter()
+            .any(|e| e.slot == d.slot && e.subslot == d.subslot);
+        if let Some(ar) = self.io_ar.as_mut() {
+            if ar.phase == ArPhase::Data {
+                if let Err(e) = ar.alarm.send_diagnosis(d, appears, still, idents, now) {
+                    tracing::warn!("diagnosis alarm not sent: {e}");
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ timers
+
+    fn timers(&mut self) {
+        let now = self.now();
+        let now_ns = mono_ns();
+        // Consumer watchdog (flag set by the real-time thread).
+        if self.ctx.cyclic.tripped.swap(false, Ordering::AcqRel) && self.io_ar.is_some() {
+            let dht = self.io_ar.as_ref().map_or(0, |a| a.dht_ns);
+            let msg = format!(
+                "watchdog: no valid frame from the controller within the data-hold time of {} us",
+                dht / 1000
+            );
+            self.event(StackEvent::Alarm {
+                severity: AlarmSeverity::Error,
+                source: "watchdog".into(),
+                message: msg.clone(),
+            });
+            self.abort_io_ar(&msg, Some(abort_reason::AR_CONSUMER_DHT_EXPIRED));
+        }
+        let mut abort: Option<(String, Option<u8>)> = None;
+        let mut outcomes = Vec::new();
+        if let Some(ar) = self.io_ar.as_mut() {
+            if ar.phase != ArPhase::Data && now_ns.saturating_sub(ar.started_ns) > ar.cmi_timeout_ns
+            {
+                abort = Some((
+                    format!(
+                        "CMInitiatorActivityTimeout: connect not completed within {} ms",
+                        ar.cmi_timeout_ns / 1_000_000
+                    ),
+                    Some(abort_reason::AR_CMI_TIMEOUT),
+                ));
+            }
+            if let Some(call) = ar.app_ready.as_mut() {
+                if now_ns >= call.next_ns {
+                    call.attempts += 1;
+                    call.next_ns = now_ns + APP_READY_RETRY_NS;
+                    let (p, d) = (call.packet.clone(), call.dst);
+                    if self.sock.send_to(&p, d).is_ok() {
+                        self.ctx
+                            .counters
+                            .tx_control_frames
+                            .fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            ar.alarm.poll(now, &mut self.eth_out, &mut outcomes);
+        }
+        for o in outcomes {
+            match o {
+                AlarmOutcome::Acked {
+                    slot,
+                    subslot,
+                    alarm_type,
+                    sequence,
+                    ok,
+                } => {
+                    let c = if ok {
+                        &self.ctx.counters.stack_alarm_tx_ack_ok
+                    } else {
+                        &self.ctx.counters.stack_alarm_tx_ack_fail
+                    };
+                    c.fetch_add(1, Ordering::Relaxed);
+                    self.event(StackEvent::AlarmAcknowledged {
+                        slot,
+                        subslot,
+                        alarm_type,
+                        sequence,
+                        ok,
+                    });
+                }
+                AlarmOutcome::Received {
+                    alarm_type,
+                    slot,
+                    subslot,
+                } => {
+                    self.ctx
+                        .counters
+                        .stack_alarm_rx_count
+                        .fetch_add(1, Ordering::Relaxed);
+                    self.event(StackEvent::Alarm {
+                        severity: AlarmSeverity::Info,
+                        source: "controller".into(),
+                        message: format!(
+                            "alarm type 0x{alarm_type:04x} from the controller for slot {slot} subslot 0x{subslot:04x}"
+                        ),
+                    });
+                }
+                AlarmOutcome::Abort(reason) => {
+                    abort = Some((reason, Some(abort_reason::AR_ALARM_SEND_CNF_NEG)));
+                }
+            }
+        }
+        if let Some((reason, code)) = abort {
+            self.abort_io_ar(&reason, code);
+        }
+        let t = mono_ns();
+        self.sup
+            .retain(|s| t.saturating_sub(s.last_ns) < s.timeout_ns);
+        self.reasm.poll(now);
+    }
+
+    // ------------------------------------------------------------------ AR end
+
+    fn abort_io_ar(&mut self, reason: &str, rta: Option<u8>) {
+        let Some(mut ar) = self.io_ar.take() else {
+            return;
+        };
+        let c = &self.ctx.cyclic;
+        c.set_job(None);
+        c.set_consumer(None, &self.ctx.image);
+        c.tripped.store(false, Ordering::Release);
+        if let Some(code) = rta {
+            if self.link_up {
+                let frames = ar.alarm.abort(abort_reason::status(code));
+                self.eth_out.extend(frames);
+            }
+        }
+        self.ctx.image.set_device_status(IOXS_BAD, IOXS_BAD);
+        self.ctx.flags.connected.store(false, Ordering::Release);
+        let k = &self.ctx.counters;
+        k.active_iocr_count.store(0, Ordering::Relaxed);
+        k.iocr_active.store(0, Ordering::Relaxed);
+        k.iocr_healthy.store(0, Ordering::Relaxed);
+        if let Ok(mut m) = self.ctx.flags.message.lock() {
+            *m = format!("AR ended: {reason}");
+        }
+        tracing::info!(controller = %ar.req.cm_initiator_station_name, "AR ended: {reason}");
+        if ar.connected_event_sent {
+            self.event(StackEvent::Aborted {
+                reason: reason.to_string(),
+            });
+        } else {
+            self.event(StackEvent::Alarm {
+                severity: AlarmSeverity::Warning,
+                source: "connect".into(),
+                message: format!("connection attempt ended: {reason}"),
+            });
+        }
+    }
+
+    fn enter_data_exchange(&mut self) {
+        let Some(ar) = self.io_ar.as_mut() else {
+            return;
+        };
+        ar.phase = ArPhase::Data;
+        ar.app_ready = None;
+        if self.ctx.cyclic.dht_ns.load(Ordering::Acquire) == 0 {
+            self.ctx.cyclic.arm_watchdog(ar.dht_ns);
+        }
+        self.ctx.image.set_device_status(IOXS_GOOD, IOXS_GOOD);
+        self.ctx.flags.connected.store(true, Ordering::Release);
+        let k = &self.ctx.counters;
+        k.iocr_active.store(2, Ordering::Relaxed);
+        k.iocr_healthy.store(2, Ordering::Relaxed);
+        if let Ok(mut m) = self.ctx.flags.message.lock() {
+            m.clear();
+        }
+        ar.connected_event_sent = true;
+        let who = format!(
+            "{} ({})",
+            ar.req.cm_initiator_station_name,
+            mac_str(&ar.req.cm_initiator_mac)
+        );
+        self.event(StackEvent::Connected { controller: who });
+        // Diagnosis that is already active is reported to the new AR.
+        let diags = self.records.diags.clone();
+        let now = self.now();
+        for d in &diags {
+            self.send_diag_alarm(d, true, now);
+        }
+    }
+
+    // ------------------------------------------------------------------ RPC
+
+    fn on_datagram(&mut self, data: &[u8], from: SocketAddr) {
+        let Ok(pkt) = RpcPacket::parse(data) else {
+            self.ctx
+                .counters
+                .invalid_frames
+                .fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let h = pkt.header;
+        match h.packet_type {
+            PacketType::Request => self.on_request(pkt, from),
+            PacketType::Ping => {
+                if let Some(c) = self
+                    .cache
+                    .get(&h.activity)
+                    .filter(|c| c.sequence == h.sequence)
+                {
+                    for p in c.packets.clone() {
+                        self.send_udp(&p, from);
+                    }
+                } else {
+                    let r = RpcPacket::new(RpcHeader::reply_to(&h, PacketType::Nocall), Vec::new());
+                    if let Ok(b) = r.emit() {
+                        self.send_udp(&b, from);
+                    }
+                }
+            }
+            PacketType::Ack => {
+                if self
+                    .cache
+                    .get(&h.activity)
+                    .is_some_and(|c| c.sequence == h.sequence)
+                {
+                    self.cache.remove(&h.activity);
+                }
+            }
+            PacketType::Response | PacketType::Fault | PacketType::Reject => {
+                self.on_client_reply(&pkt)
+            }
+            _ => {}
+        }
+    }
+
+    fn on_client_reply(&mut self, pkt: &RpcPacket) {
+        let h = &pkt.header;
+        let Some(ar) = self.io_ar.as_ref() else {
+            return;
+        };
+        let Some(call) = ar.app_ready.as_ref() else {
+            return;
+        };
+        if call.activity != h.activity {
+            return;
+        }
+        match h.packet_type {
+            PacketType::Response => match PnioResponse::parse(&pkt.body, h.drep) {
+                Ok(r) if r.status.is_ok() => self.enter_data_exchange(),
+                Ok(r) => self.abort_io_ar(
+                    &format!("ApplicationReady rejected by the controller: {}", r.status),
+                    Some(abort_reason::AR_RPC_CONTROL_ERROR),
+                ),
+                Err(_) => {}
+            },
+            _ => self.abort_io_ar(
+                "ApplicationReady: RPC fault/reject from the controller",
+                Some(abort_reason::AR_RPC_CONTROL_ERROR),
+            ),
+        }
+    }
+
+    fn on_request(&mut self, pkt: RpcPacket, from: SocketAddr) {
+        let h = pkt.header;
+        // Duplicate of an answered call: resend the reply.
+        if let Some(c) = self.cache.get(&h.activity) {
+            if c.sequence == h.sequence {
+                for p in c.packets.clone() {
+                    self.send_udp(&p, from);
+                }
+                return;
+            }
+        }
+        let now = self.now();
+        let rec = match self.reasm.receive(now, &pkt) {
+            Ok(r) => r,
+            Err(_) => {
+                self.reject(&h, reject_status::NCA_FAULT_REMOTE_NO_MEMORY, from);
+                return;
+            }
+        };
+        if let Some(f) = rec.fack {
+            if let Ok(b) = f.emit() {
+                self.send_udp(&b, from);
+            }
+        }
+        let Some(msg) = rec.message else {
+            return;
+        };
+        let h = msg.header;
+        if h.interface != rpc::PNIO_DEVICE_INTERFACE {
+            self.reject(&h, reject_status::NCA_UNK_IF, from);
+            return;
+        }
+        let req = match PnioRequest::parse(&msg.body, h.drep) {
+            Ok(r) => r,
+            Err(_) => {
+                self.reject(&h, reject_status::NCA_PROTO_ERROR, from);
+                return;
+            }
+        };
+        let (status, data) = match h.opnum {
+            opnum::CONNECT => self.op_connect(&req, &h, from),
+            opnum::RELEASE => self.op_release(&req),
+            opnum::READ => self.op_read(&req, false),
+            opnum::READ_IMPLICIT => self.op_read(&req, true),
+            opnum::WRITE => self.op_write(&req),
+            opnum::CONTROL => self.op_control(&req),
+            _ => {
+                self.reject(&h, reject_status::NCA_OP_RNG_ERROR, from);
+                return;
+            }
+        };
+        let body = match (PnioResponse {
+            status,
+            args_maximum: req.args_maximum,
+            data,
+        })
+        .emit(h.drep)
+        {
+            Ok(b) => b,
+            Err(_) => return,
+        };
+        let mut rh = RpcHeader::response_to(&h);
+        rh.server_boot = self.boot;
+        let packets: Vec<Vec<u8>> = match rpc::fragment(&rh, &body, MAX_FRAGMENT_BODY, false) {
+            Ok(ps) => ps.iter().filter_map(|p| p.emit().ok()).collect(),
+            Err(_) => return,
+        };
+        for p in &packets {
+            self.send_udp(p, from);
+        }
+        self.cache.insert(
+            h.activity,
+            CachedReply {
+                sequence: h.sequence,
+                packets,
+            },
+        );
+        if self.cache.len() > 64 {
+            // Bounded: forget the oldest arbitrarily (replies are only needed for retries).
+            if let Some(k) = self.cache.keys().next().copied() {
+                self.cache.remove(&k);
+            }
+        }
+        // After a PrmEnd response: start ApplicationReady.
+        self.start_app_ready_if_due();
+    }
+
+    fn reject(&self, h: &RpcHeader, code: u32, to: SocketAddr) {
+        let mut rh = RpcHeader::reply_to(h, PacketType::Reject);
+        rh.server_boot = self.boot;
+        let p = RpcPacket::new(rh, FaultBody { status: code }.emit(h.drep));
+        if let Ok(b) = p.emit() {
+            self.send_udp(&b, to);
+        }
+    }
+
+    fn start_app_ready_if_due(&mut self) {
+        let Some(ar) = self.io_ar.as_mut() else {
+            return;
+        };
+        if ar.phase != ArPhase::AppReady || ar.app_ready.is_some() {
+            return;
+        }
+        let ctl = ControlBlock::application_ready_req(ar.req.ar_uuid, ar.req.session_key);
+        let mut w = Writer::new();
+        if ctl.emit(&mut w).is_err() {
+            return;
+        }
+        let body = match PnioRequest::new(256, w.into_inner()).emit(ar.drep) {
+            Ok(b) => b,
+            Err(_) => return,
+        };
+        let activity = random_uuid();
+        let mut h = RpcHeader::request(
+            ar.drep,
+            ar.req.cm_initiator_object_uuid,
+            rpc::PNIO_CONTROLLER_INTERFACE,
+            activity,
+            0,
+            opnum::CONTROL,
+        );
+        h.server_boot = 0;
+        let Ok(packet) = RpcPacket::new(h, body).emit() else {
+            return;
+        };
+        let dst = SocketAddr::new(ar.peer.ip(), CM_PORT);
+        ar.app_ready = Some(ClientCall {
+            activity,
+            packet,
+            dst,
+            next_ns: 0,
+            attempts: 0,
+        });
+        // Sent by the timer pass right away (next_ns = 0).
+    }
+
+    // ------------------------------------------------------------------ operations
+
+    fn ar_known(&self, uuid: &Uuid) -> bool {
+        self.io_ar.as_ref().is_some_and(|a| a.req.ar_uuid == *uuid)
+            || self.sup.iter().any(|s| s.ar_uuid == *uuid)
+    }
+
+    fn touch_sup(&mut self, uuid: &Uuid) {
+        let t = mono_ns();
+        for s in self.sup.iter_mut().filter(|s| s.ar_uuid == *uuid) {
+            s.last_ns = t;
+        }
+    }
+
+    fn op_connect(
+        &mut self,
+        req: &PnioRequest,
+        h: &RpcHeader,
+        from: SocketAddr,
+    ) -> (PnioStatus, Vec<u8>) {
+        let c = match ConnectRequest::parse(&req.data) {
+            Ok(c) => c,
+            Err(st) => return (st, Vec::new()),
+        };
+        let Some(arb) = c.ar.clone() else {
+            return (
+                connect_error(err1::CMRPC, cmrpc::WRONG_BLOCK_COUNT),
+                Vec::new(),
+            );
+        };
+        let own_mac = self.ctx.link.mac();
+        let cmi_ns = u64::from(arb.cm_initiator_activity_timeout_factor.max(1)) * 100_000_000;
+        match arb.ar_type {
+            ar_type::IOSAR => {
+                if !c.iocrs.is_empty() || c.alarm_cr.is_some() {
+                    return (connect_error(err1::AR_BLOCK, 4), Vec::new());
+                }
+                self.sup.retain(|s| s.ar_uuid != arb.ar_uuid);
+                if self.sup.len() >= MAX_SUPERVISOR_ARS {
+                    return (
+                        connect_error(err1::CMRPC, cmrpc::NO_AR_RESOURCES),
+                        Vec::new(),
+                    );
+                }
+                self.sup.push(SupervisorAr {
+                    ar_uuid: arb.ar_uuid,
+                    session_key: arb.session_key,
+                    last_ns: mono_ns(),
+                    timeout_ns: cmi_ns.max(10_000_000_000),
+                });
+                let mut w = Writer::new();
+                let _ = ArBlockRes::to_request(&arb, own_mac).emit(&mut w);
+                (PnioStatus::OK, w.into_inner())
+            }
+            ar_type::IOCAR => {
+                if let Some(cur) = &self.io_ar {
+                    if cur.req.ar_uuid == arb.ar_uuid {
+                        self.abort_io_ar(
+                            "the controller re-ran the connect of this AR",
+                            Some(abort_reason::AR_RE_RUN_ABORTS_EXISTING),
+                        );
+                    } else {
+                        return (
+                            connect_error(err1::CMRPC, cmrpc::NO_AR_RESOURCES),
+                            Vec::new(),
+                        );
+                    }
+                }
+                if !self.link_up {
+                    return (
+                        connect_error(err1::CMRPC, cmrpc::STATE_CONFLICT),
+                        Vec::new(),
+                    );
+                }
+                let plan = match ar::plan_connect(
+                    &c,
+                    &self.slots,
+                    own_mac,
+                    self.ctx.image.input_len(),
+                    self.ctx.cfg.safe_input_value,
+                    &[],
+                ) {
+                    Ok(p) => p,
+                    Err(st) => return (st, Vec::new()),
+                };
+                let Some(acr) = c.alarm_cr.clone() else {
+                    return (
+                        connect_error(err1::CMRPC, cmrpc::WRONG_BLOCK_COUNT),
+                        Vec::new(),
+                    );
+                };
+                // Response blocks.
+                let mut w = Writer::new();
+                let _ = ArBlockRes::to_request(&arb, own_mac).emit(&mut w);
+                for cr in &c.iocrs {
+                    let fid = if cr.iocr_type == iocr_type::INPUT {
+                        plan.input_frame_id
+                    } else {
+                        plan.output_frame_id
+                    };
+                    let _ = IocrBlockRes::to_request(cr, fid).emit(&mut w);
+                }
+                let max_alarm = acr.max_alarm_data_length.clamp(200, 1432);
+                let _ = AlarmCrBlockRes::to_request(&acr, LOCAL_ALARM_REF, max_alarm).emit(&mut w);
+                if let Some(md) = &plan.module_diff {
+                    let _ = md.emit(&mut w);
+                }
+                // Install the AR and the cyclic jobs.
+                let alarm = AlarmCr::new(
+                    LOCAL_ALARM_REF,
+                    acr.local_alarm_reference,
+                    acr.rta_timeout_factor,
+                    acr.rta_retries,
+                    own_mac,
+                    arb.cm_initiator_mac,
+                );
+                let cyc = &self.ctx.cyclic;
+                cyc.tripped.store(false, Ordering::Release);
+                cyc.set_consumer(Some(plan.consumer.clone()), &self.ctx.image);
+                cyc.set_job(Some(Arc::new(plan.provider.clone())));
+                self.ctx.image.set_device_status(IOXS_GOOD, IOXS_GOOD);
+                let k = &self.ctx.counters;
+                k.active_iocr_count.store(2, Ordering::Relaxed);
+                k.iocr_active.store(0, Ordering::Relaxed);
+                k.iocr_healthy.store(0, Ordering::Relaxed);
+                tracing::info!(
+                    controller = %arb.cm_initiator_station_name,
+                    input_frame_id = plan.input_frame_id,
+                    output_frame_id = plan.output_frame_id,
+                    period_us = plan.period_ns / 1000,
+                    dht_us = plan.dht_ns / 1000,
+                    advanced_startup = arb.properties.startup_mode_advanced(),
+                    "connect accepted"
+                );
+                self.io_ar = Some(IoAr {
+                    req: arb,
+                    peer: from,
+                    drep: h.drep,
+                    phase: ArPhase::Startup,
+                    started_ns: mono_ns(),
+                    cmi_timeout_ns: cmi_ns,
+                    dht_ns: plan.dht_ns,
+                    alarm,
+                    app_ready: None,
+                    connected_event_sent: false,
+                });
+                (PnioStatus::OK, w.into_inner())
+            }
+            _ => (connect_error(err1::AR_BLOCK, 4), Vec::new()),
+        }
+    }
+
+    fn find_control(data: &[u8]) -> Option<ControlBlock> {
+        blocks(data)
+            .filter_map(|b| b.ok())
+            .find_map(|b| ControlBlock::parse(&b).ok())
+    }
+
+    fn op_control(&mut self, req: &PnioRequest) -> (PnioStatus, Vec<u8>) {
+        let ctl_err = |c2| status_err(PnioStatus::CODE_CONTROL, err1::CMRPC, c2);
+        let Some(cb) = Self::find_control(&req.data) else {
+            return (ctl_err(cmrpc::UNKNOWN_BLOCKS), Vec::new());
+        };
+        let Some(ar) = self.io_ar.as_mut().filter(|a| a.req.ar_uuid == cb.ar_uuid) else {
+            return (ctl_err(cmrpc::AR_UUID_UNKNOWN), Vec::new());
+        };
+        if ar.req.session_key != cb.session_key {
+            return (ctl_err(cmrpc::STATE_CONFLICT), Vec::new());
+        }
+        match cb.block_type {
+            ctl_type::PRM_END_REQ | ctl_type::PLUG_PRM_END_REQ => {
+                if ar.phase == ArPhase::Startup {
+                    ar.phase = ArPhase::AppReady;
+                }
+            }
+            ctl_type::PRM_BEGIN_REQ => {}
+            ctl_type::RELEASE_REQ => {}
+            _ => return (ctl_err(cmrpc::STATE_CONFLICT), Vec::new()),
+        }
+        let mut w = Writer::new();
+        let _ = cb.response().emit(&mut w);
+        (PnioStatus::OK, w.into_inner())
+    }
+
+    fn op_release(&mut self, req: &PnioRequest) -> (PnioStatus, Vec<u8>) {
+        let err = |c2| status_err(PnioStatus::CODE_RELEASE, err1::CMRPC, c2);
+        let Some(cb) = Self::find_control(&req.data) else {
+            return (err(cmrpc::UNKNOWN_BLOCKS), Vec::new());
+        };
+        let mut w = Writer::new();
+        let _ = cb.response().emit(&mut w);
+        if self
+            .io_ar
+            .as_ref()
+            .is_some_and(|a| a.req.ar_uuid == cb.ar_uuid)
+        {
+            if self
+                .io_ar
+                .as_ref()
+                .is_some_and(|a| a.req.session_key != cb.session_key)
+            {
+                return (err(cmrpc::STATE_CONFLICT), Vec::new());
+            }
+            self.abort_io_ar("released by the controller", None);
+            return (PnioStatus::OK, w.into_inner());
+        }
+        if let Some(p) = self.sup.iter().position(|s| s.ar_uuid == cb.ar_uuid) {
+            if self.sup[p].session_key != cb.session_key {
+                return (err(cmrpc::STATE_CONFLICT), Vec::new());
+            }
+            self.sup.remove(p);
+            return (PnioStatus::OK, w.into_inner());
+        }
+        (err(cmrpc::AR_UUID_UNKNOWN), Vec::new())
+    }
+
+    fn op_read(&mut self, req: &PnioRequest, implicit: bool) -> (PnioStatus, Vec<u8>) {
+        let r = match ReadRequest::parse(&req.data) {
+            Ok(r) => r,
+            Err(_) => {
+                return (
+                    status_err(PnioStatus::CODE_READ, err1::CMRPC, cmrpc::UNKNOWN_BLOCKS),
+                    Vec::new(),
+                )
+            }
+        };
+        let hdr = r.header;
+        let uuid = Uuid::from_bytes(hdr.ar_uuid);
+        if !implicit {
+            if !self.ar_known(&uuid) {
+                return (
+                    status_err(PnioStatus::CODE_READ, err1::CMRPC, cmrpc::AR_UUID_UNKNOWN),
+                    Vec::new(),
+                );
+            }
+            self.touch_sup(&uuid);
+        }
+        let mut a = hdr.address;
+        if matches!(
+            a.index,
+            index::SUB_EXPECTED_IDENTIFICATION_DATA
+                | index::SLOT_EXPECTED_IDENTIFICATION_DATA
+                | index::AR_EXPECTED_IDENTIFICATION_DATA
+        ) {
+            a.index |= 1; // expected = real for a device without substitution
+        }
+        let (status, data) = match self.records.read(&a) {
+            Ok(d) => (PnioStatus::OK, d),
+            Err(st) => (st, Vec::new()),
+        };
+        let resp = ReadResponse::answering(&hdr, data).and_then(|r| r.to_bytes());
+        match resp {
+            Ok(b) => (status, b),
+            Err(_) => (status_err(PnioStatus::CODE_READ, 0x80, 0xA0), Vec::new()),
+        }
+    }
+
+    fn op_write(&mut self, req: &PnioRequest) -> (PnioStatus, Vec<u8>) {
+        let w = match WriteRequest::parse(&req.data) {
+            Ok(w) => w,
+            Err(_) => {
+                return (
+                    status_err(PnioStatus::CODE_WRITE, err1::CMRPC, cmrpc::UNKNOWN_BLOCKS),
+                    Vec::new(),
+                )
+            }
+        };
+        let uuid = Uuid::from_bytes(w.header.ar_uuid);
+        if !self.ar_known(&uuid) {
+            return (
+                status_err(PnioStatus::CODE_WRITE, err1::CMRPC, cmrpc::AR_UUID_UNKNOWN),
+                Vec::new(),
+            );
+        }
+        self.touch_sup(&uuid);
+        let mut evs = Vec::new();
+        let resp = match &w.body {
+            WriteBody::Single(data) => {
+                let st = match self.records.write(&w.header.address, data) {
+                    Ok(ev) => {
+                        evs.extend(ev);
+                        PnioStatus::OK
+                    }
+                    Err(st) => st,
+                };
+                WriteResponse {
+                    header: WriteResHeaderRepr::answering(&w.header, st),
+                    records: Vec::new(),
+                }
+            }
+            WriteBody::Multiple(recs) => {
+                let mut out = Vec::new();
+                for r in recs {
+                    let st = match self.records.write(&r.header.address, &r.data) {
+                        Ok(ev) => {
+                            evs.extend(ev);
+                            PnioStatus::OK
+                        }
+                        Err(st) => st,
+                    };
+                    out.push(WriteResHeaderRepr::answering(&r.header, st));
+                }
+                WriteResponse {
+                    header: WriteResHeaderRepr::answering(&w.header, PnioStatus::OK),
+                    records: out,
+                }
+            }
+        };
+        for e in evs {
+            self.event(e);
+        }
+        let status = resp.overall_status();
+        match resp.to_bytes() {
+            Ok(b) => (status, b),
+            Err(_) => (status_err(PnioStatus::CODE_WRITE, 0x80, 0xA1), Vec::new()),
+        }
+    }
+}

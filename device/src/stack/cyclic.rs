@@ -382,7 +382,9 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
                 .stack_missed_ticks
                 .fetch_add(missed, Ordering::Relaxed);
             next += missed * period;
-            counter = counter.wrapping_add((missed as u16).wrapping_mul(job.as_ref().map_or(0, |j| j.counter_step)));
+            counter = counter.wrapping_add(
+                (missed as u16).wrapping_mul(job.as_ref().map_or(0, |j| j.counter_step)),
+            );
         }
 
         // New job?
@@ -456,7 +458,9 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
                 counters.tx_frames.fetch_add(1, Ordering::Relaxed);
                 counters.tx_rt_frames.fetch_add(1, Ordering::Relaxed);
                 counters.stack_frames_tx.fetch_add(1, Ordering::Relaxed);
-                counters.cycle_counter.store(u64::from(counter), Ordering::Relaxed);
+                counters
+                    .cycle_counter
+                    .store(u64::from(counter), Ordering::Relaxed);
                 shared.provider_frames.fetch_add(1, Ordering::Relaxed);
                 if let Some(gen) = gen {
                     image.cyclic_mark_output_sent(gen);

@@ -297,8 +297,13 @@ impl DataPlane for ProfinetPlane {
         let cm_thread = cm::spawn(cm_ctx, ctl_rx).map_err(thread_err)?;
         threads.push(cm_thread);
 
-        let cyc_thread = cyclic::spawn(cyc.clone(), image.clone(), link.clone(), self.counters.clone())
-            .map_err(thread_err)?;
+        let cyc_thread = cyclic::spawn(
+            cyc.clone(),
+            image.clone(),
+            link.clone(),
+            self.counters.clone(),
+        )
+        .map_err(thread_err)?;
         threads.push(cyc_thread.handle);
 
         {

@@ -12,12 +12,16 @@ use pn_protocol::wire::pnio::diagnosis::{
     ChannelDiagnosis, ChannelProperties, DiagnosisDataRepr, Direction, Severity, Specifier,
     UserStructure,
 };
-use pn_protocol::wire::pnio::ident::{ApiIdent, IdentificationDataRepr, ModuleIdent, SubmoduleIdent};
+use pn_protocol::wire::pnio::ident::{
+    ApiIdent, IdentificationDataRepr, ModuleIdent, SubmoduleIdent,
+};
 use pn_protocol::wire::pnio::im::{Im0, Im1, Im2, Im3, Im4, ImRecord, SoftwareRevision};
 use pn_protocol::wire::pnio::record::{index, rw_error, RecordAddress};
 use pn_protocol::wire::pnio::PnioStatus;
 
-use crate::dataplane::{DiagnosisEntry, ImRemanent, Im0Config, ModuleConfig, StackConfig, StackEvent};
+use crate::dataplane::{
+    DiagnosisEntry, Im0Config, ImRemanent, ModuleConfig, StackConfig, StackEvent,
+};
 
 /// The record store of one running device.
 #[derive(Debug, Clone)]
@@ -111,15 +115,12 @@ impl Records {
 
     /// Module and submodule ident of a configured (slot, subslot).
     pub fn idents(&self, slot: u16, subslot: u16) -> Option<(u32, u32)> {
-        self.modules
-            .iter()
-            .find(|m| m.slot == slot)
-            .and_then(|m| {
-                m.submodules
-                    .iter()
-                    .find(|s| s.subslot == subslot)
-                    .map(|s| (m.ident, s.ident))
-            })
+        self.modules.iter().find(|m| m.slot == slot).and_then(|m| {
+            m.submodules
+                .iter()
+                .find(|s| s.subslot == subslot)
+                .map(|s| (m.ident, s.ident))
+        })
     }
 
     fn exists(&self, slot: u16, subslot: u16) -> bool {
@@ -129,9 +130,23 @@ impl Records {
     fn im0_record(&self) -> Vec<u8> {
         let c = &self.im0;
         let sw = c.software_revision;
-        let prefix = if sw.0.is_ascii_graphic() { sw.0 as u8 } else { b'V' };
-        let order_id: String = c.order_id.chars().filter(|ch| ch.is_ascii() && !ch.is_ascii_control()).take(20).collect();
-        let serial: String = c.serial_number.chars().filter(|ch| ch.is_ascii() && !ch.is_ascii_control()).take(16).collect();
+        let prefix = if sw.0.is_ascii_graphic() {
+            sw.0 as u8
+        } else {
+            b'V'
+        };
+        let order_id: String = c
+            .order_id
+            .chars()
+            .filter(|ch| ch.is_ascii() && !ch.is_ascii_control())
+            .take(20)
+            .collect();
+        let serial: String = c
+            .serial_number
+            .chars()
+            .filter(|ch| ch.is_ascii() && !ch.is_ascii_control())
+            .take(16)
+            .collect();
         let rec = ImRecord::Im0(Im0 {
             vendor_id: self.vendor_id,
             order_id,
@@ -234,9 +249,9 @@ impl Records {
             index::SUB_MAINTENANCE_DEMANDED_CHANNEL | index::SUB_MAINTENANCE_DEMANDED_ALL => {
                 Ok(self.diag_data(sl, ss, Some(2)))
             }
-            index::SLOT_DIAGNOSIS_CHANNEL | index::SLOT_DIAGNOSIS_ALL | index::SLOT_DIAGNOSIS_DMQS => {
-                Ok(self.diag_data(sl, None, None))
-            }
+            index::SLOT_DIAGNOSIS_CHANNEL
+            | index::SLOT_DIAGNOSIS_ALL
+            | index::SLOT_DIAGNOSIS_DMQS => Ok(self.diag_data(sl, None, None)),
             index::AR_DIAGNOSIS_CHANNEL
             | index::AR_DIAGNOSIS_ALL
             | index::AR_DIAGNOSIS_DMQS
@@ -254,7 +269,11 @@ impl Records {
     }
 
     /// Write a record. `Ok(Some(event))` when the runtime must persist it.
-    pub fn write(&mut self, a: &RecordAddress, data: &[u8]) -> Result<Option<StackEvent>, PnioStatus> {
+    pub fn write(
+        &mut self,
+        a: &RecordAddress,
+        data: &[u8],
+    ) -> Result<Option<StackEvent>, PnioStatus> {
         if !self.exists(a.slot, a.subslot) {
             return Err(rw_error::write(rw_error::ACC_INVALID_SLOT_SUBSLOT, 0));
         }
@@ -356,7 +375,9 @@ mod tests {
         }
         let e = r.read(&RecordAddress::new(0, 0, 1, 0xFBFF)).unwrap_err();
         assert_eq!(e.to_bytes(), [0xDE, 0x80, 0xB0, 0x00]);
-        let e = r.read(&RecordAddress::new(0, 9, 1, index::IM0)).unwrap_err();
+        let e = r
+            .read(&RecordAddress::new(0, 9, 1, index::IM0))
+            .unwrap_err();
         assert_eq!(e.to_bytes(), [0xDE, 0x80, 0xB2, 0x00]);
     }
 
@@ -371,11 +392,16 @@ mod tests {
         .unwrap();
         let a = RecordAddress::new(0, 0, 1, index::IM1);
         let ev = r.write(&a, &rec).unwrap();
-        assert!(matches!(ev, Some(StackEvent::RecordWritten { index: 0xAFF1, .. })));
+        assert!(matches!(
+            ev,
+            Some(StackEvent::RecordWritten { index: 0xAFF1, .. })
+        ));
         assert_eq!(r.read(&a).unwrap(), rec);
         assert_eq!(r.im.tag_function.trim_end(), "PUMP");
         // Wrong block type for the index.
-        let e = r.write(&RecordAddress::new(0, 0, 1, index::IM2), &rec).unwrap_err();
+        let e = r
+            .write(&RecordAddress::new(0, 0, 1, index::IM2), &rec)
+            .unwrap_err();
         assert_eq!(e.to_bytes()[..3], [0xDF, 0x80, 0xB9]);
     }
 }

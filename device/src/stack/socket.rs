@@ -175,7 +175,10 @@ impl PnSocket {
         };
         if rc < 0 {
             let e = os_err();
-            return Err(err(errno(&e), format!("cannot attach the socket filter: {e}")));
+            return Err(err(
+                errno(&e),
+                format!("cannot attach the socket filter: {e}"),
+            ));
         }
         let one: libc::c_int = 1;
         // SAFETY: valid option value pointer and size.
