@@ -1,0 +1,187 @@
+//! Alarm reception: the two RTA channels of an AR and decoded alarm records.
+
+use pn_protocol::machine::rta::RtaMachine;
+use pn_protocol::time::Instant;
+use pn_protocol::wire::pnio::alarm::{alarm_type, AlarmNotificationRepr, AlarmPriority};
+use pn_protocol::wire::pnio::diagnosis::{ChannelProperties, UserStructure};
+
+/// RTA state of one AR.
+pub(crate) struct AlarmState {
+    pub high: RtaMachine,
+    pub low: RtaMachine,
+    pub history: Vec<AlarmRecord>,
+    /// AlarmAcks held back by the delay fault: (due, frame id, AlarmAck block).
+    pub delayed_acks: Vec<(Instant, u16, Vec<u8>)>,
+}
+
+/// One received alarm, decoded.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AlarmRecord {
+    pub priority: String,
+    pub alarm_type: u16,
+    pub alarm_type_name: &'static str,
+    pub api: u32,
+    pub slot: u16,
+    pub subslot: u16,
+    pub module_ident: u32,
+    pub submodule_ident: u32,
+    pub sequence_number: u16,
+    pub usi: Option<u16>,
+    /// Decoded diagnosis entries ("channel 4 error 0x0001 (short circuit) appears", ...).
+    pub diagnosis: Vec<String>,
+    /// The alarm item as hex (empty when there is none).
+    pub data_hex: String,
+}
+
+/// Name of an AlarmType.
+pub fn alarm_type_name(t: u16) -> &'static str {
+    match t {
+        alarm_type::DIAGNOSIS => "Diagnosis",
+        alarm_type::PROCESS => "Process",
+        alarm_type::PULL => "Pull",
+        alarm_type::PLUG => "Plug",
+        alarm_type::STATUS => "Status",
+        alarm_type::UPDATE => "Update",
+        alarm_type::REDUNDANCY => "Redundancy",
+        alarm_type::CONTROLLED_BY_SUPERVISOR => "Controlled by supervisor",
+        alarm_type::RELEASED => "Released",
+        alarm_type::PLUG_WRONG_SUBMODULE => "Plug wrong submodule",
+        alarm_type::RETURN_OF_SUBMODULE => "Return of submodule",
+        alarm_type::DIAGNOSIS_DISAPPEARS => "Diagnosis disappears",
+        alarm_type::PORT_DATA_CHANGE => "Port data change",
+        alarm_type::PULL_MODULE => "Pull module",
+        _ => "Other",
+    }
+}
+
+impl AlarmRecord {
+    pub fn from_notification(n: &AlarmNotificationRepr) -> AlarmRecord {
+        let mut diagnosis = Vec::new();
+        let mut usi = None;
+        let mut data_hex = String::new();
+        if let Some(item) = &n.item {
+            usi = Some(item.usi());
+            let mut w = pn_protocol::wire::field::Writer::new();
+            item.emit_data(&mut w);
+            data_hex = hex::encode(w.into_inner());
+            diagnosis = describe(item);
+        }
+        AlarmRecord {
+            priority: match n.priority {
+                AlarmPriority::High => "high".into(),
+                AlarmPriority::Low => "low".into(),
+            },
+            alarm_type: n.alarm_type,
+            alarm_type_name: alarm_type_name(n.alarm_type),
+            api: n.api,
+            slot: n.slot,
+            subslot: n.subslot,
+            module_ident: n.module_ident,
+            submodule_ident: n.submodule_ident,
+            sequence_number: n.specifier.sequence_number(),
+            usi,
+            diagnosis,
+            data_hex,
+        }
+    }
+}
+
+fn error_name(t: u16) -> &'static str {
+    use pn_protocol::wire::pnio::diagnosis::channel_error_type as c;
+    match t {
+        c::SHORT_CIRCUIT => "short circuit",
+        c::UNDERVOLTAGE => "undervoltage",
+        c::OVERVOLTAGE => "overvoltage",
+        c::OVERLOAD => "overload",
+        c::OVERTEMPERATURE => "overtemperature",
+        c::LINE_BREAK => "line break",
+        c::UPPER_LIMIT_EXCEEDED => "upper limit exceeded",
+        c::LOWER_LIMIT_EXCEEDED => "lower limit exceeded",
+        c::ERROR => "error",
+        c::REMOTE_MISMATCH => "remote mismatch",
+        _ => "other",
+    }
+}
+
+fn channel(ch: u16, p: ChannelProperties, err: u16) -> String {
+    let chs = if ch == 0x8000 {
+        "submodule".to_string()
+    } else {
+        format!("channel {ch}")
+    };
+    format!(
+        "{chs}: error {err:#06x} ({}), {:?}, {:?}, {:?}",
+        error_name(err),
+        p.specifier(),
+        p.severity(),
+        p.direction()
+    )
+}
+
+/// Human-readable lines for a diagnosis user structure.
+pub fn describe(u: &UserStructure) -> Vec<String> {
+    match u {
+        UserStructure::Channel(v) => v
+            .iter()
+            .map(|c| channel(c.channel_number, c.properties, c.error_type))
+            .collect(),
+        UserStructure::ExtChannel(v) => v
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}, ext error {:#06x}, add value {:#x}",
+                    channel(c.channel_number, c.properties, c.error_type),
+                    c.ext_error_type,
+                    c.ext_add_value
+                )
+            })
+            .collect(),
+        UserStructure::Qualified(v) => v
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}, ext error {:#06x}, add value {:#x}, qualifier {:#x}",
+                    channel(c.channel_number, c.properties, c.error_type),
+                    c.ext_error_type,
+                    c.ext_add_value,
+                    c.qualifier
+                )
+            })
+            .collect(),
+        UserStructure::Other { usi, data } => {
+            vec![format!("USI {usi:#06x}: {}", hex::encode(data))]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pn_protocol::wire::pnio::alarm::AlarmPdu;
+    use pn_protocol::wire::rta::RtaRepr;
+
+    #[test]
+    fn decodes_real_diagnosis_alarm() {
+        let f = pn_testkit::fixtures::all()
+            .into_iter()
+            .find(|f| f.name.contains("pniors-alarm-low-notif-diag-pnet"))
+            .expect("fixture");
+        let (eth, payload) =
+            pn_protocol::wire::ethernet::EthernetRepr::parse_frame(&f.bytes).unwrap();
+        assert_eq!(eth.ethertype, 0x8892);
+        let rta = RtaRepr::parse(&payload[2..]).unwrap();
+        let Some(Ok(AlarmPdu::Notification(n))) = rta.alarm() else {
+            panic!("not a notification")
+        };
+        let r = AlarmRecord::from_notification(&n);
+        assert_eq!(r.alarm_type_name, "Diagnosis");
+        assert_eq!((r.slot, r.subslot), (1, 1));
+        assert_eq!(r.usi, Some(0x8002));
+        assert_eq!(r.diagnosis.len(), 1);
+        assert!(
+            r.diagnosis[0].starts_with("channel 4: error 0x0001 (short circuit)"),
+            "{:?}",
+            r.diagnosis
+        );
+    }
+}

@@ -1,0 +1,1652 @@
+//! The controller runtime: one raw socket, one UDP socket (PNIO-CM on port 34964, client and
+//! server), one receive thread, one RPC thread and one cyclic thread with absolute deadlines
+//! that serves every AR of the process.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::Duration as StdDuration;
+
+use pn_protocol::machine::cyclic::{Consumer, ConsumerEvent, CyclicTiming, Provider, RxOutcome};
+use pn_protocol::machine::rta::{RtaConfig, RtaEvent, RtaMachine};
+use pn_protocol::time::{Duration, Instant};
+use pn_protocol::wire::dcp::DcpRepr;
+use pn_protocol::wire::ethernet::{self, EthernetRepr, MacAddr, VlanTag};
+use pn_protocol::wire::field::Writer;
+use pn_protocol::wire::pnio::alarm::{AlarmPdu, AlarmPriority};
+use pn_protocol::wire::pnio::block::blocks;
+use pn_protocol::wire::pnio::control::{self, ControlBlock};
+use pn_protocol::wire::pnio::module_diff::ModuleDiffBlock;
+use pn_protocol::wire::pnio::record::{
+    self, ReadReqHeaderRepr, ReadRequest, ReadResponse, RecordAddress, WriteRecord,
+    WriteReqHeaderRepr, WriteRequest, WriteResponse,
+};
+use pn_protocol::wire::pnio::PnioStatus;
+use pn_protocol::wire::rpc::{
+    self, Drep, FackBody, PacketType, PnioRequest, PnioResponse, RpcHeader, RpcPacket, Uuid,
+};
+use pn_protocol::wire::rt::{self, DataStatus, FrameId, Ioxs};
+use pn_protocol::wire::rta::{self as wrta, RtaPduType};
+
+use crate::alarms::AlarmRecord;
+use crate::cmreq::{self, ArIds, ArTiming};
+use crate::faults::{AlarmAckFault, AppReadyFault, Faults};
+use crate::model::{DeviceModel, IoLayout};
+use crate::netif::{InterfaceInfo, RawSocket};
+use crate::rtsched::{self, RealtimeApplied, RealtimeOptions};
+use crate::Error;
+
+/// Configuration of a controller instance.
+#[derive(Debug, Clone)]
+pub struct ControllerConfig {
+    /// Network interface (in the calling thread's network namespace).
+    pub interface: String,
+    /// Our NameOfStation (CMInitiatorStationName).
+    pub station_name: String,
+    /// Base tick of the cyclic thread: SendClockFactor in 31.25 µs units (32 = 1 ms).
+    pub send_clock_factor: u16,
+    /// Opt-in real-time scheduling of the cyclic thread.
+    pub realtime: RealtimeOptions,
+    /// UDP port for PNIO-CM (34964 on real controllers).
+    pub rpc_port: u16,
+    /// Time to wait for one RPC response before retransmitting.
+    pub rpc_timeout: StdDuration,
+    /// Retransmissions of an RPC request.
+    pub rpc_retries: u32,
+}
+
+impl ControllerConfig {
+    pub fn new(interface: &str) -> ControllerConfig {
+        ControllerConfig {
+            interface: interface.to_string(),
+            station_name: "pn-controller".into(),
+            send_clock_factor: 32,
+            realtime: RealtimeOptions::default(),
+            rpc_port: pn_protocol::wire::ip::PNIO_CM_PORT,
+            rpc_timeout: StdDuration::from_millis(1000),
+            rpc_retries: 3,
+        }
+    }
+}
+
+/// Connection state of an AR.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub enum ArState {
+    Connecting,
+    /// Connect accepted; parameters being written.
+    Parameterizing,
+    /// PrmEnd sent; waiting for the device's ApplicationReady.
+    WaitApplicationReady,
+    DataExchange,
+    Released,
+    Aborted(String),
+}
+
+/// Something that happened, for [`Controller::events`].
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub enum Event {
+    State {
+        ar: u32,
+        station: String,
+        state: ArState,
+    },
+    Alarm {
+        ar: u32,
+        station: String,
+        alarm: AlarmRecord,
+    },
+    WatchdogExpired {
+        ar: u32,
+        station: String,
+    },
+    DeviceAbort {
+        ar: u32,
+        station: String,
+        status: String,
+    },
+}
+
+/// Parameters of one connection.
+#[derive(Debug, Clone)]
+pub struct ArConfig {
+    pub model: DeviceModel,
+    /// The device's IP. `None`: use the IP it reports over DCP.
+    pub device_ip: Option<Ipv4Addr>,
+    /// Assign `device_ip` temporarily over DCP when the device reports another one.
+    pub assign_ip: bool,
+    pub timing: ArTiming,
+    /// Faults active from the start (ApplicationReady handling must be set before connecting).
+    pub faults: Faults,
+    /// How long to wait for the device's ApplicationReady after PrmEnd.
+    pub app_ready_timeout: StdDuration,
+    /// Initial output data (linear area, PROFINET outputs).
+    pub initial_outputs: Vec<u8>,
+}
+
+impl ArConfig {
+    pub fn new(model: DeviceModel) -> ArConfig {
+        ArConfig {
+            model,
+            device_ip: None,
+            assign_ip: false,
+            timing: ArTiming::default(),
+            faults: Faults::default(),
+            app_ready_timeout: StdDuration::from_secs(10),
+            initial_outputs: Vec::new(),
+        }
+    }
+}
+
+/// A consistent view of an AR's input side.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Inputs {
+    /// Input data (device -> controller), linear area in slot order.
+    pub data: Vec<u8>,
+    /// IOPS per input data object (layout order).
+    pub iops: Vec<u8>,
+    /// IOCS the device sends for our output submodules (layout order).
+    pub iocs: Vec<u8>,
+    pub data_status: Option<u8>,
+    pub cycle_counter: Option<u16>,
+    /// At least one valid frame has been received.
+    pub valid: bool,
+}
+
+/// Counters and state of one AR.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ArStatus {
+    pub id: u32,
+    pub station_name: String,
+    pub device_mac: String,
+    pub device_ip: String,
+    pub state: ArState,
+    pub cycle_us: u64,
+    pub input_frame_id: u16,
+    pub output_frame_id: u16,
+    pub frames_sent: u64,
+    pub missed_send_slots: u64,
+    pub frames_received: u64,
+    pub frames_new_data: u64,
+    pub frames_invalid: u64,
+    pub frames_duplicate: u64,
+    pub watchdog_expiries: u64,
+    pub alarms_received: u64,
+    pub module_diff: Vec<String>,
+}
+
+pub(crate) struct ArIo {
+    pub outputs: Vec<u8>,
+    pub provider: Option<Provider>,
+    pub consumer: Option<Consumer>,
+    pub c_sdu: Vec<u8>,
+    pub frame: Vec<u8>,
+    pub inputs: Inputs,
+    pub started_at: Instant,
+}
+
+pub(crate) struct ArInner {
+    pub id: u32,
+    pub model: DeviceModel,
+    pub layout: IoLayout,
+    pub timing: ArTiming,
+    pub ids: ArIds,
+    pub device_mac: MacAddr,
+    pub device_ip: Ipv4Addr,
+    pub object: Uuid,
+    pub activity: Uuid,
+    pub seq: AtomicU32,
+    pub record_seq: AtomicU16,
+    pub state: Mutex<ArState>,
+    pub cond: Condvar,
+    pub io: Mutex<ArIo>,
+    pub faults: Mutex<Faults>,
+    pub frame_ids: Mutex<(u16, u16)>,
+    pub alarm: Mutex<Option<crate::alarms::AlarmState>>,
+    pub module_diff: Mutex<Option<ModuleDiffBlock>>,
+    pub alarms_received: AtomicU64,
+}
+
+pub(crate) struct Shared {
+    pub cfg: ControllerConfig,
+    pub info: InterfaceInfo,
+    pub sock: RawSocket,
+    pub udp: UdpSocket,
+    pub stop: AtomicBool,
+    pub dcp_waiters: Mutex<HashMap<u32, Sender<(MacAddr, DcpRepr)>>>,
+    pub rpc_waiters: Mutex<HashMap<Uuid, Sender<RpcPacket>>>,
+    pub ars: RwLock<Vec<Arc<ArInner>>>,
+    pub events: Mutex<Vec<Sender<Event>>>,
+    pub next_id: AtomicU32,
+    pub xid: AtomicU32,
+    pub rt_applied: Mutex<RealtimeApplied>,
+    pub tick_stats: Mutex<TickStats>,
+}
+
+/// Timing statistics of the cyclic thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct TickStats {
+    pub ticks: u64,
+    pub missed_ticks: u64,
+    pub max_lateness_us: u64,
+}
+
+/// A running controller. Dropping it stops the threads (ARs are aborted, not released:
+/// call [`ArHandle::release`] first for an orderly end).
+pub struct Controller {
+    pub(crate) shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+/// A handle on one AR.
+#[derive(Clone)]
+pub struct ArHandle {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) ar: Arc<ArInner>,
+}
+
+pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut b = [0u8; N];
+    // SAFETY: getrandom into a valid buffer.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr() as *mut libc::c_void, N, 0) };
+    if n != N as isize {
+        // Fallback: clock-based (only uniqueness matters).
+        let t = rtsched::now().0.to_le_bytes();
+        for (i, x) in b.iter_mut().enumerate() {
+            *x = t[i % 8] ^ (i as u8).wrapping_mul(37) ^ (std::process::id() as u8);
+        }
+    }
+    b
+}
+
+pub(crate) fn random_uuid() -> Uuid {
+    let mut b = random_bytes::<16>();
+    b[6] = (b[6] & 0x0F) | 0x40;
+    b[8] = (b[8] & 0x3F) | 0x80;
+    Uuid(b)
+}
+
+impl Shared {
+    pub(crate) fn emit(&self, e: Event) {
+        let mut v = self.events.lock().unwrap_or_else(|p| p.into_inner());
+        v.retain(|s| s.send(e.clone()).is_ok());
+    }
+
+    pub(crate) fn next_xid(&self) -> u32 {
+        self.xid.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn send_frame(&self, f: &[u8]) -> io::Result<()> {
+        self.sock.send(f)
+    }
+
+    fn set_state(&self, ar: &ArInner, st: ArState) {
+        {
+            let mut s = ar.state.lock().unwrap_or_else(|p| p.into_inner());
+            if *s == st {
+                return;
+            }
+            // Terminal states stay.
+            if matches!(*s, ArState::Released | ArState::Aborted(_)) {
+                return;
+            }
+            *s = st.clone();
+        }
+        ar.cond.notify_all();
+        tracing::info!(ar = ar.id, station = %ar.model.station_name, state = ?st, "AR state");
+        self.emit(Event::State {
+            ar: ar.id,
+            station: ar.model.station_name.clone(),
+            state: st,
+        });
+    }
+
+    // ------------------------------------------------------------------------------------
+    // RPC client
+    // ------------------------------------------------------------------------------------
+
+    /// One PNIO call: send, wait for the response (retransmit on timeout), return it.
+    pub(crate) fn rpc_call(
+        &self,
+        dst: Ipv4Addr,
+        object: Uuid,
+        activity: Uuid,
+        seq: u32,
+        opnum: u16,
+        ndr_data: Vec<u8>,
+        args_max: u32,
+    ) -> Result<PnioResponse, Error> {
+        let (tx, rx) = mpsc::channel();
+        self.rpc_waiters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(activity, tx);
+        let res = self.rpc_call_inner(dst, object, activity, seq, opnum, ndr_data, args_max, &rx);
+        self.rpc_waiters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&activity);
+        res
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn rpc_call_inner(
+        &self,
+        dst: Ipv4Addr,
+        object: Uuid,
+        activity: Uuid,
+        seq: u32,
+        opnum: u16,
+        ndr_data: Vec<u8>,
+        args_max: u32,
+        rx: &Receiver<RpcPacket>,
+    ) -> Result<PnioResponse, Error> {
+        let drep = Drep::LITTLE_ENDIAN;
+        let header = RpcHeader::request(
+            drep,
+            object,
+            rpc::PNIO_DEVICE_INTERFACE,
+            activity,
+            seq,
+            opnum,
+        );
+        let body = PnioRequest::new(args_max, ndr_data)
+            .emit(drep)
+            .map_err(|e| Error::Protocol(format!("encode request: {e}")))?;
+        let packets = rpc::fragment(&header, &body, 1392, false)
+            .map_err(|e| Error::Protocol(format!("fragment request: {e}")))?;
+        let wire: Vec<Vec<u8>> = packets
+            .iter()
+            .map(|p| p.emit())
+            .collect::<Result<_, _>>()
+            .map_err(|e| Error::Protocol(format!("encode request: {e}")))?;
+        let addr = SocketAddr::V4(SocketAddrV4::new(dst, pn_protocol::wire::ip::PNIO_CM_PORT));
+        let mut frags: HashMap<u16, Vec<u8>> = HashMap::new();
+        let mut last_frag: Option<u16> = None;
+        let mut resp_header: Option<RpcHeader> = None;
+        for attempt in 0..=self.cfg.rpc_retries {
+            for w in &wire {
+                self.udp.send_to(w, addr).map_err(Error::Io)?;
+            }
+            let deadline = std::time::Instant::now() + self.cfg.rpc_timeout;
+            loop {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                let p = match rx.recv_timeout(left) {
+                    Ok(p) => p,
+                    Err(_) => break,
+                };
+                if p.header.sequence != seq {
+                    continue;
+                }
+                match p.header.packet_type {
+                    PacketType::Response => {
+                        if p.header.is_fragment() {
+                            if p.header.wants_fack() {
+                                self.send_fack(&p.header, addr);
+                            }
+                            frags.insert(p.header.fragment_num, p.body.clone());
+                            if p.header.is_last_fragment() {
+                                last_frag = Some(p.header.fragment_num);
+                            }
+                            resp_header.get_or_insert(p.header);
+                            if let Some(l) = last_frag {
+                                if (0..=l).all(|n| frags.contains_key(&n)) {
+                                    let mut all = Vec::new();
+                                    for n in 0..=l {
+                                        all.extend_from_slice(&frags[&n]);
+                                    }
+                                    let h = resp_header.unwrap_or(p.header);
+                                    return PnioResponse::parse(&all, h.drep)
+                                        .map_err(|e| Error::Protocol(format!("response: {e}")));
+                                }
+                            }
+                        } else {
+                            return PnioResponse::parse(&p.body, p.header.drep)
+                                .map_err(|e| Error::Protocol(format!("response: {e}")));
+                        }
+                    }
+                    PacketType::Fault | PacketType::Reject => {
+                        let st = rpc::FaultBody::parse(&p.body, p.header.drep)
+                            .map(|f| f.status)
+                            .unwrap_or(0);
+                        return Err(Error::RpcFault(st));
+                    }
+                    // Working / Fack / Nocall: the server is alive; keep waiting.
+                    _ => {}
+                }
+            }
+            tracing::debug!(attempt, opnum, "RPC timeout, retransmitting");
+        }
+        Err(Error::Timeout(format!(
+            "no RPC response from {dst} (opnum {opnum})"
+        )))
+    }
+
+    fn send_fack(&self, h: &RpcHeader, addr: SocketAddr) {
+        let fh = RpcHeader::reply_to(h, PacketType::Fack);
+        let body = FackBody {
+            version: 0,
+            window_size: 1,
+            max_tsdu: 1464,
+            max_frag_size: 1464,
+            serial_num: h.serial,
+            selack: vec![],
+        }
+        .emit(h.drep)
+        .unwrap_or_default();
+        if let Ok(b) = RpcPacket::new(fh, body).emit() {
+            let _ = self.udp.send_to(&b, addr);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Receive paths
+    // ------------------------------------------------------------------------------------
+
+    fn on_frame(&self, frame: &[u8], now: Instant) {
+        let Ok((eth, payload)) = EthernetRepr::parse_frame(frame) else {
+            return;
+        };
+        if eth.ethertype != ethernet::ethertype::PROFINET {
+            return;
+        }
+        let Ok(id) = rt::frame_id(payload) else {
+            return;
+        };
+        if id.is_cyclic() {
+            let ars = self.ars.read().unwrap_or_else(|p| p.into_inner());
+            for ar in ars.iter() {
+                if ar.device_mac != eth.src {
+                    continue;
+                }
+                let (in_id, _) = *ar.frame_ids.lock().unwrap_or_else(|p| p.into_inner());
+                if in_id != id.0 {
+                    continue;
+                }
+                ar.on_input_frame(now, eth.src, payload);
+            }
+            return;
+        }
+        if id == FrameId::DCP_IDENTIFY_RESPONSE || id == FrameId::DCP_GET_SET {
+            if let Ok(d) = DcpRepr::parse(&payload[2..]) {
+                if d.service_type.is_response() {
+                    let w = self.dcp_waiters.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Some(s) = w.get(&d.xid) {
+                        let _ = s.send((eth.src, d));
+                    }
+                }
+            }
+            return;
+        }
+        if id.0 == wrta::FRAME_ID_ALARM_HIGH || id.0 == wrta::FRAME_ID_ALARM_LOW {
+            let ars = self.ars.read().unwrap_or_else(|p| p.into_inner()).clone();
+            for ar in ars.iter().filter(|a| a.device_mac == eth.src) {
+                self.on_alarm_frame(ar, id.0, &payload[2..], now);
+            }
+        }
+    }
+
+    fn on_alarm_frame(&self, ar: &Arc<ArInner>, frame_id: u16, pdu: &[u8], now: Instant) {
+        let mut events = Vec::new();
+        {
+            let mut g = ar.alarm.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(st) = g.as_mut() else { return };
+            let m = if frame_id == wrta::FRAME_ID_ALARM_HIGH {
+                &mut st.high
+            } else {
+                &mut st.low
+            };
+            m.handle(pdu, now);
+            while let Some(e) = m.poll_event() {
+                events.push((frame_id, e));
+            }
+        }
+        self.handle_rta_events(ar, events, now);
+        self.flush_alarm_tx(ar, now);
+    }
+
+    fn handle_rta_events(&self, ar: &Arc<ArInner>, events: Vec<(u16, RtaEvent)>, now: Instant) {
+        for (fid, e) in events {
+            match e {
+                RtaEvent::Received(var) => match AlarmPdu::parse(&var) {
+                    Ok(AlarmPdu::Notification(n)) => {
+                        ar.alarms_received.fetch_add(1, Ordering::Relaxed);
+                        let rec = AlarmRecord::from_notification(&n);
+                        tracing::info!(ar = ar.id, alarm = ?rec, "alarm received");
+                        let fault = ar
+                            .faults
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .alarm_ack;
+                        let ack = n.ack(PnioStatus::OK);
+                        let mut w = Writer::new();
+                        if ack.emit(&mut w).is_ok() {
+                            let mut g = ar.alarm.lock().unwrap_or_else(|p| p.into_inner());
+                            if let Some(st) = g.as_mut() {
+                                st.history.push(rec.clone());
+                                match fault {
+                                    AlarmAckFault::Normal => {
+                                        let m = if fid == wrta::FRAME_ID_ALARM_HIGH {
+                                            &mut st.high
+                                        } else {
+                                            &mut st.low
+                                        };
+                                        let _ = m.send_alarm(w.into_inner(), now);
+                                    }
+                                    AlarmAckFault::Delay(d) => {
+                                        st.delayed_acks.push((
+                                            now + Duration::from(d),
+                                            fid,
+                                            w.into_inner(),
+                                        ));
+                                    }
+                                    AlarmAckFault::Never | AlarmAckFault::NoTransportAck => {}
+                                }
+                            }
+                        }
+                        self.emit(Event::Alarm {
+                            ar: ar.id,
+                            station: ar.model.station_name.clone(),
+                            alarm: rec,
+                        });
+                    }
+                    Ok(AlarmPdu::Ack(_)) => {}
+                    Err(e) => tracing::warn!(ar = ar.id, "undecodable alarm block: {e}"),
+                },
+                RtaEvent::PeerAbort(st) => {
+                    self.emit(Event::DeviceAbort {
+                        ar: ar.id,
+                        station: ar.model.station_name.clone(),
+                        status: st.to_string(),
+                    });
+                    self.set_state(ar, ArState::Aborted(format!("device sent ERR-RTA {st}")));
+                }
+                RtaEvent::Timeout { .. } => {
+                    self.set_state(ar, ArState::Aborted("alarm transport timeout".into()));
+                }
+                RtaEvent::Delivered { .. } | RtaEvent::SequenceError { .. } => {}
+            }
+        }
+    }
+
+    pub(crate) fn flush_alarm_tx(&self, ar: &ArInner, now: Instant) {
+        let mut out = Vec::new();
+        {
+            let mut g = ar.alarm.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(st) = g.as_mut() else { return };
+            let no_tack = ar
+                .faults
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .alarm_ack
+                == AlarmAckFault::NoTransportAck;
+            // Delayed AlarmAcks whose time has come.
+            let mut i = 0;
+            while i < st.delayed_acks.len() {
+                if st.delayed_acks[i].0 <= now {
+                    let (_, fid, b) = st.delayed_acks.remove(i);
+                    let m = if fid == wrta::FRAME_ID_ALARM_HIGH {
+                        &mut st.high
+                    } else {
+                        &mut st.low
+                    };
+                    let _ = m.send_alarm(b, now);
+                } else {
+                    i += 1;
+                }
+            }
+            for m in [&mut st.high, &mut st.low] {
+                m.poll(now);
+                while let Some(tx) = m.poll_transmit() {
+                    if no_tack && tx.pdu.pdu_type == RtaPduType::Ack {
+                        continue;
+                    }
+                    out.push(tx);
+                }
+            }
+        }
+        for tx in out {
+            let vlan = if tx.frame_id == wrta::FRAME_ID_ALARM_HIGH {
+                VlanTag::RT_ALARM_HIGH
+            } else {
+                VlanTag::RT_ALARM_LOW
+            };
+            let eth = EthernetRepr {
+                dst: ar.device_mac,
+                src: self.info.mac,
+                vlan: Some(vlan),
+                ethertype: ethernet::ethertype::PROFINET,
+            };
+            let f = eth.build(&tx.rt_payload());
+            let _ = self.send_frame(&f);
+        }
+    }
+
+    fn poll_alarms(&self, now: Instant) {
+        let ars = self.ars.read().unwrap_or_else(|p| p.into_inner()).clone();
+        for ar in ars {
+            let mut events = Vec::new();
+            {
+                let mut g = ar.alarm.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(st) = g.as_mut() {
+                    for (fid, m) in [
+                        (wrta::FRAME_ID_ALARM_HIGH, &mut st.high),
+                        (wrta::FRAME_ID_ALARM_LOW, &mut st.low),
+                    ] {
+                        m.poll(now);
+                        while let Some(e) = m.poll_event() {
+                            events.push((fid, e));
+                        }
+                    }
+                }
+            }
+            self.handle_rta_events(&ar, events, now);
+            self.flush_alarm_tx(&ar, now);
+        }
+    }
+
+    fn on_udp(&self, buf: &[u8], from: SocketAddr) {
+        let Ok(p) = RpcPacket::parse(buf) else { return };
+        if p.header.packet_type == PacketType::Request {
+            self.on_rpc_request(p, from);
+            return;
+        }
+        let w = self.rpc_waiters.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = w.get(&p.header.activity) {
+            let _ = s.send(p);
+        }
+    }
+
+    /// The RPC server: answers the device's ApplicationReady (IOXBlockReq, Control opnum).
+    fn on_rpc_request(&self, p: RpcPacket, from: SocketAddr) {
+        let h = p.header;
+        if h.opnum != rpc::opnum::CONTROL {
+            let rh = RpcHeader::reply_to(&h, PacketType::Reject);
+            if let Ok(b) = RpcPacket::new(
+                rh,
+                rpc::FaultBody {
+                    status: rpc::reject_status::NCA_OP_RNG_ERROR,
+                }
+                .emit(h.drep),
+            )
+            .emit()
+            {
+                let _ = self.udp.send_to(&b, from);
+            }
+            return;
+        }
+        let Ok(req) = PnioRequest::parse(&p.body, h.drep) else {
+            return;
+        };
+        let Some(Ok(b)) = blocks(&req.data).next() else {
+            return;
+        };
+        let Ok(cb) = ControlBlock::parse(&b) else {
+            return;
+        };
+        if cb.block_type != control::block_type::APPLICATION_READY_REQ {
+            return;
+        }
+        let ar = {
+            let ars = self.ars.read().unwrap_or_else(|e| e.into_inner());
+            ars.iter().find(|a| a.ids.ar_uuid == cb.ar_uuid).cloned()
+        };
+        let (status, fault) = match &ar {
+            Some(a) => (
+                PnioStatus::OK,
+                a.faults.lock().unwrap_or_else(|e| e.into_inner()).app_ready,
+            ),
+            // Unknown AR: negative answer (ErrorCode CONTROL, PNIO, CMRPC "unknown AR").
+            None => (
+                PnioStatus::new(
+                    PnioStatus::CODE_CONTROL,
+                    PnioStatus::DECODE_PNIO,
+                    0x3D,
+                    0x01,
+                ),
+                AppReadyFault::Normal,
+            ),
+        };
+        let mut w = Writer::new();
+        let _ = cb.response().emit(&mut w);
+        let data = if status.is_ok() {
+            w.into_inner()
+        } else {
+            Vec::new()
+        };
+        let resp = PnioResponse::to_request(&req, status, data);
+        let mut rh = RpcHeader::response_to(&h);
+        rh.server_boot = 0;
+        let Ok(body) = resp.emit(h.drep) else { return };
+        let Ok(bytes) = RpcPacket::new(rh, body).emit() else {
+            return;
+        };
+        let send = {
+            let udp = self.udp.try_clone();
+            move || {
+                if let Ok(u) = udp {
+                    let _ = u.send_to(&bytes, from);
+                }
+            }
+        };
+        match fault {
+            AppReadyFault::Drop => {
+                tracing::info!("fault injection: ApplicationReady response dropped");
+                return;
+            }
+            AppReadyFault::Delay(d) => {
+                tracing::info!(?d, "fault injection: ApplicationReady response delayed");
+                let ar2 = ar.clone();
+                let me: *const Shared = self;
+                let _ = me;
+                std::thread::spawn(move || {
+                    std::thread::sleep(d);
+                    send();
+                    drop(ar2);
+                });
+            }
+            AppReadyFault::Normal => send(),
+        }
+        if let Some(a) = ar {
+            if status.is_ok() {
+                a.enter_data_exchange();
+                self.set_state(&a, ArState::DataExchange);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Cyclic
+    // ------------------------------------------------------------------------------------
+
+    fn cyclic_tick(&self, now: Instant) {
+        let ars = self.ars.read().unwrap_or_else(|p| p.into_inner());
+        for ar in ars.iter() {
+            let expired = ar.send_and_check(self, now);
+            if expired {
+                self.emit(Event::WatchdogExpired {
+                    ar: ar.id,
+                    station: ar.model.station_name.clone(),
+                });
+                self.set_state(
+                    ar,
+                    ArState::Aborted("consumer watchdog expired (no input frames)".into()),
+                );
+            }
+        }
+    }
+}
+
+impl ArInner {
+    fn state(&self) -> ArState {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Restart the consumer watchdog when data exchange begins.
+    fn enter_data_exchange(&self) {
+        let now = rtsched::now();
+        let mut io = self.io.lock().unwrap_or_else(|p| p.into_inner());
+        let (in_id, _) = *self.frame_ids.lock().unwrap_or_else(|p| p.into_inner());
+        if let Ok(t) = CyclicTiming::new(self.timing.send_clock_factor, self.timing.reduction_ratio)
+        {
+            // Grace of one second for the first frame, then DataHoldFactor x cycle.
+            let c = Consumer::new(
+                FrameId(in_id),
+                t,
+                self.timing.data_hold_factor,
+                now + Duration::from_millis(1000),
+            )
+            .with_source(self.device_mac)
+            .with_c_sdu_len(self.layout.input.data_length as usize);
+            let prev = io.consumer.take();
+            io.consumer = Some(c);
+            // Keep the counters of the pre-data-exchange consumer out of the new one: fine.
+            drop(prev);
+        }
+    }
+
+    fn on_input_frame(&self, now: Instant, src: MacAddr, payload: &[u8]) {
+        let mut io = self.io.lock().unwrap_or_else(|p| p.into_inner());
+        let io = &mut *io;
+        let Some(c) = io.consumer.as_mut() else {
+            return;
+        };
+        if let RxOutcome::NewData { status, c_sdu } = c.on_rt_payload(now, src, payload) {
+            let Some(sdu) = payload.get(c_sdu.0..c_sdu.1) else {
+                return;
+            };
+            let inp = &mut io.inputs;
+            inp.data.resize(self.layout.input.area_len as usize, 0);
+            inp.iops.resize(self.layout.input.data.len(), 0);
+            inp.iocs.resize(self.layout.input.iocs.len(), 0);
+            for (i, d) in self.layout.input.data.iter().enumerate() {
+                let off = d.frame_offset as usize;
+                let len = d.data_len as usize;
+                let a = d.area_offset as usize;
+                if let (Some(src), Some(dst)) =
+                    (sdu.get(off..off + len), inp.data.get_mut(a..a + len))
+                {
+                    dst.copy_from_slice(src);
+                }
+                inp.iops[i] = sdu.get(off + len).copied().unwrap_or(0);
+            }
+            for (i, d) in self.layout.input.iocs.iter().enumerate() {
+                inp.iocs[i] = sdu.get(d.frame_offset as usize).copied().unwrap_or(0);
+            }
+            inp.data_status = Some(status.data_status.0);
+            inp.cycle_counter = Some(status.cycle_counter);
+            inp.valid = true;
+        }
+    }
+
+    /// Build and send the output frame if due; run the consumer watchdog. Returns true when
+    /// the watchdog expired during data exchange.
+    fn send_and_check(&self, sh: &Shared, now: Instant) -> bool {
+        let state = self.state();
+        let running = matches!(
+            state,
+            ArState::Parameterizing | ArState::WaitApplicationReady | ArState::DataExchange
+        );
+        if !running {
+            return false;
+        }
+        let f = *self.faults.lock().unwrap_or_else(|p| p.into_inner());
+        let mut io = self.io.lock().unwrap_or_else(|p| p.into_inner());
+        let io = &mut *io;
+        let mut expired = false;
+        if state == ArState::DataExchange {
+            if let Some(c) = io.consumer.as_mut() {
+                if let Some(ConsumerEvent::WatchdogExpired) = c.poll(now) {
+                    expired = true;
+                }
+            }
+        }
+        let Some(p) = io.provider.as_mut() else {
+            return expired;
+        };
+        // Fill the C_SDU: data + IOPS per output object, IOCS per input object.
+        let l = &self.layout.output;
+        io.c_sdu.clear();
+        io.c_sdu.resize(l.data_length as usize, 0);
+        let iops = if f.bad_iops {
+            Ioxs::BAD.0
+        } else {
+            Ioxs::GOOD.0
+        };
+        for d in &l.data {
+            let off = d.frame_offset as usize;
+            let len = d.data_len as usize;
+            let a = d.area_offset as usize;
+            if let (Some(dst), Some(src)) =
+                (io.c_sdu.get_mut(off..off + len), io.outputs.get(a..a + len))
+            {
+                dst.copy_from_slice(src);
+            }
+            if let Some(b) = io.c_sdu.get_mut(off + len) {
+                *b = iops;
+            }
+        }
+        for d in &l.iocs {
+            if let Some(b) = io.c_sdu.get_mut(d.frame_offset as usize) {
+                *b = Ioxs::GOOD.0;
+            }
+        }
+        let ds = DataStatus::RUNNING
+            .with_provider_run(!f.provider_stop)
+            .with_data_valid(!f.data_invalid);
+        p.set_data_status(ds);
+        let sent = match p.poll_send(now, &io.c_sdu, &mut io.frame) {
+            Ok(Some(n)) => Some(n),
+            _ => None,
+        };
+        if let Some(n) = sent {
+            if f.stop_outputs {
+                return expired;
+            }
+            let frame = &mut io.frame[..n];
+            let h = if frame.get(12..14) == Some(&[0x81, 0x00]) {
+                18
+            } else {
+                14
+            };
+            if let Some(id) = f.frame_id_override {
+                if let Some(b) = frame.get_mut(h..h + 2) {
+                    b.copy_from_slice(&id.to_be_bytes());
+                }
+            }
+            if f.corrupt_frames {
+                // Cut the frame after half of the C_SDU: the device sees a wrong length.
+                let cut = (h + 2 + l.data_length as usize / 2).min(n);
+                let _ = sh.send_frame(&frame[..cut.max(ethernet::MIN_FRAME_LEN.min(n))]);
+                let _ = sh.send_frame(&frame[..h + 4]);
+            } else {
+                let _ = sh.send_frame(frame);
+                if f.duplicate_frames {
+                    let _ = sh.send_frame(frame);
+                }
+            }
+        }
+        expired
+    }
+}
+
+impl Controller {
+    /// Open the interface and start the threads. Needs CAP_NET_RAW (root) and, for
+    /// connections, an IPv4 address on the interface.
+    pub fn start(cfg: ControllerConfig) -> Result<Controller, Error> {
+        let info = InterfaceInfo::lookup(&cfg.interface)
+            .map_err(|e| Error::Interface(format!("{}: {e}", cfg.interface)))?;
+        let sock = RawSocket::open(&info)
+            .map_err(|e| Error::Interface(format!("raw socket on {}: {e}", cfg.interface)))?;
+        let udp = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, cfg.rpc_port))
+            .map_err(Error::Io)?;
+        udp.set_read_timeout(Some(StdDuration::from_millis(20)))
+            .map_err(Error::Io)?;
+        let seed = u32::from_le_bytes(random_bytes::<4>());
+        let shared = Arc::new(Shared {
+            cfg: cfg.clone(),
+            info,
+            sock,
+            udp,
+            stop: AtomicBool::new(false),
+            dcp_waiters: Mutex::new(HashMap::new()),
+            rpc_waiters: Mutex::new(HashMap::new()),
+            ars: RwLock::new(Vec::new()),
+            events: Mutex::new(Vec::new()),
+            next_id: AtomicU32::new(1),
+            xid: AtomicU32::new(seed),
+            rt_applied: Mutex::new(RealtimeApplied::default()),
+            tick_stats: Mutex::new(TickStats::default()),
+        });
+        let mut threads = Vec::new();
+        // Receive thread (raw frames + alarm timers).
+        let s = shared.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name("pnc-rx".into())
+                .spawn(move || {
+                    let mut buf = vec![0u8; 2048];
+                    let mut last_poll = rtsched::now();
+                    while !s.stop.load(Ordering::Relaxed) {
+                        match s.sock.recv(&mut buf, StdDuration::from_millis(5)) {
+                            Ok(Some(n)) => s.on_frame(&buf[..n], rtsched::now()),
+                            Ok(None) => {}
+                            Err(e) => {
+                                tracing::warn!("raw receive: {e}");
+                                std::thread::sleep(StdDuration::from_millis(5));
+                            }
+                        }
+                        let now = rtsched::now();
+                        if now - last_poll >= Duration::from_millis(5) {
+                            s.poll_alarms(now);
+                            last_poll = now;
+                        }
+                    }
+                })
+                .map_err(Error::Io)?,
+        );
+        // RPC thread.
+        let s = shared.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name("pnc-rpc".into())
+                .spawn(move || {
+                    let mut buf = vec![0u8; 65536];
+                    while !s.stop.load(Ordering::Relaxed) {
+                        if let Ok((n, from)) = s.udp.recv_from(&mut buf) {
+                            s.on_udp(&buf[..n], from);
+                        }
+                    }
+                })
+                .map_err(Error::Io)?,
+        );
+        // Cyclic thread.
+        let s = shared.clone();
+        let rt = cfg.realtime;
+        threads.push(
+            std::thread::Builder::new()
+                .name("pnc-cyclic".into())
+                .spawn(move || {
+                    let applied = rtsched::apply_to_current_thread(rt);
+                    *s.rt_applied.lock().unwrap_or_else(|p| p.into_inner()) = applied;
+                    let period = u64::from(s.cfg.send_clock_factor.max(1)) * 31_250;
+                    let mut next = rtsched::now() + Duration(period);
+                    while !s.stop.load(Ordering::Relaxed) {
+                        rtsched::sleep_until(next);
+                        let now = rtsched::now();
+                        s.cyclic_tick(now);
+                        let mut st = s.tick_stats.lock().unwrap_or_else(|p| p.into_inner());
+                        st.ticks += 1;
+                        let late = (now - next).as_micros();
+                        st.max_lateness_us = st.max_lateness_us.max(late);
+                        let after = rtsched::now();
+                        let n2 = rtsched::next_slot(next, period, after);
+                        st.missed_ticks += (n2.0 - next.0) / period - 1;
+                        next = n2;
+                    }
+                })
+                .map_err(Error::Io)?,
+        );
+        Ok(Controller { shared, threads })
+    }
+
+    /// The interface facts (MAC, IP, index).
+    pub fn interface(&self) -> &InterfaceInfo {
+        &self.shared.info
+    }
+
+    /// What the cyclic thread could apply of the real-time options.
+    pub fn realtime_applied(&self) -> RealtimeApplied {
+        *self
+            .shared
+            .rt_applied
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Timing statistics of the cyclic thread.
+    pub fn tick_stats(&self) -> TickStats {
+        *self
+            .shared
+            .tick_stats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Subscribe to events (state changes, alarms, watchdog expiries).
+    pub fn events(&self) -> Receiver<Event> {
+        let (tx, rx) = mpsc::channel();
+        self.shared
+            .events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(tx);
+        rx
+    }
+
+    /// All ARs of this controller.
+    pub fn ars(&self) -> Vec<ArHandle> {
+        self.shared
+            .ars
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|a| ArHandle {
+                shared: self.shared.clone(),
+                ar: a.clone(),
+            })
+            .collect()
+    }
+
+    /// Send a raw Ethernet frame (fault injection, tests).
+    pub fn send_frame(&self, frame: &[u8]) -> Result<(), Error> {
+        self.shared.send_frame(frame).map_err(Error::Io)
+    }
+
+    /// Send a raw UDP payload from the PNIO-CM socket (fault injection: malformed RPC).
+    pub fn send_udp(&self, dst: Ipv4Addr, port: u16, payload: &[u8]) -> Result<(), Error> {
+        self.shared
+            .udp
+            .send_to(payload, SocketAddrV4::new(dst, port))
+            .map(|_| ())
+            .map_err(Error::Io)
+    }
+
+    /// Connect to a device: resolve it over DCP, Connect, write parameters, PrmEnd, wait for
+    /// ApplicationReady. Returns when data exchange runs (or with the reason it does not).
+    pub fn connect(&self, cfg: ArConfig) -> Result<ArHandle, Error> {
+        let sh = &self.shared;
+        let mut model = cfg.model.clone();
+        model.validate().map_err(Error::Config)?;
+        let station = model.station_name.clone();
+        let dev = self
+            .dcp_identify_name(&station, StdDuration::from_millis(1500))?
+            .ok_or_else(|| {
+                Error::NotFound(format!("no device answers DCP Identify for '{station}'"))
+            })?;
+        let device_ip = match (cfg.device_ip, dev.ip) {
+            (Some(want), Some(have)) if want == have => want,
+            (Some(want), _) if cfg.assign_ip => {
+                self.dcp_set_ip(
+                    dev.mac,
+                    want,
+                    Ipv4Addr::new(255, 255, 255, 0),
+                    Ipv4Addr::UNSPECIFIED,
+                    false,
+                )?;
+                want
+            }
+            (Some(want), _) => want,
+            (None, Some(have)) if !have.is_unspecified() => have,
+            _ => {
+                return Err(Error::Config(format!(
+                    "device '{station}' has no IP address; give one"
+                )))
+            }
+        };
+        let layout = model.layout();
+        let id = sh.next_id.fetch_add(1, Ordering::Relaxed);
+        let n = (id as u16).wrapping_mul(2) & 0x3FFF;
+        let ids = ArIds {
+            ar_uuid: random_uuid(),
+            session_key: (id as u16).wrapping_add(1),
+            initiator_mac: sh.info.mac.0,
+            initiator_object: Uuid::pnio_object(1, 0x0001, 0x00FF),
+            station_name: sh.cfg.station_name.clone(),
+            input_frame_id: 0x8000 + n,
+            output_frame_id: 0x8001 + n,
+            alarm_ref: id as u16,
+        };
+        let mut timing = cfg.timing;
+        timing.send_clock_factor = sh.cfg.send_clock_factor;
+        let mut outputs = cfg.initial_outputs.clone();
+        outputs.resize(layout.output.area_len as usize, 0);
+        let ar = Arc::new(ArInner {
+            id,
+            object: Uuid::pnio_object(1, model.device_id, model.vendor_id),
+            activity: random_uuid(),
+            seq: AtomicU32::new(0),
+            record_seq: AtomicU16::new(1),
+            state: Mutex::new(ArState::Connecting),
+            cond: Condvar::new(),
+            io: Mutex::new(ArIo {
+                outputs,
+                provider: None,
+                consumer: None,
+                c_sdu: Vec::with_capacity(1500),
+                frame: vec![0u8; 1600],
+                inputs: Inputs::default(),
+                started_at: rtsched::now(),
+            }),
+            faults: Mutex::new(cfg.faults),
+            frame_ids: Mutex::new((ids.input_frame_id, ids.output_frame_id)),
+            alarm: Mutex::new(None),
+            module_diff: Mutex::new(None),
+            alarms_received: AtomicU64::new(0),
+            model,
+            layout,
+            timing,
+            ids,
+            device_mac: dev.mac,
+            device_ip,
+        });
+        sh.ars
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(ar.clone());
+        let h = ArHandle {
+            shared: sh.clone(),
+            ar: ar.clone(),
+        };
+        match h.establish(cfg.app_ready_timeout) {
+            Ok(()) => Ok(h),
+            Err(e) => {
+                sh.set_state(&ar, ArState::Aborted(e.to_string()));
+                h.remove();
+                Err(e)
+            }
+        }
+    }
+
+    /// Stop all threads (ARs are left without release).
+    pub fn shutdown(mut self) {
+        self.stop_threads();
+    }
+
+    fn stop_threads(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        self.stop_threads();
+    }
+}
+
+impl ArHandle {
+    fn next_seq(&self) -> u32 {
+        self.ar.seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn call(&self, opnum: u16, data: Vec<u8>, args_max: u32) -> Result<PnioResponse, Error> {
+        let seq = self.next_seq();
+        self.shared.rpc_call(
+            self.ar.device_ip,
+            self.ar.object,
+            self.ar.activity,
+            seq,
+            opnum,
+            data,
+            args_max,
+        )
+    }
+
+    fn establish(&self, app_ready_timeout: StdDuration) -> Result<(), Error> {
+        let a = &self.ar;
+        let sh = &self.shared;
+        let req = cmreq::connect_request(&a.model, &a.layout, &a.ids, &a.timing)
+            .map_err(Error::Protocol)?;
+        let resp = self.call(rpc::opnum::CONNECT, req, 4096)?;
+        let result = cmreq::parse_connect_response(&resp.data).map_err(Error::Protocol)?;
+        if let Some(d) = &result.module_diff {
+            let lines = cmreq::describe_module_diff(d);
+            if !lines.is_empty() {
+                tracing::warn!(ar = a.id, "ModuleDiffBlock: {}", lines.join("; "));
+            }
+        }
+        *a.module_diff.lock().unwrap_or_else(|p| p.into_inner()) = result.module_diff.clone();
+        if !resp.status.is_ok() {
+            return Err(Error::Rejected {
+                what: "Connect",
+                status: resp.status,
+            });
+        }
+        let in_id = result.input_frame_id.unwrap_or(a.ids.input_frame_id);
+        let out_id = result.output_frame_id.unwrap_or(a.ids.output_frame_id);
+        *a.frame_ids.lock().unwrap_or_else(|p| p.into_inner()) = (in_id, out_id);
+        let now = rtsched::now();
+        let t = CyclicTiming::new(a.timing.send_clock_factor, a.timing.reduction_ratio)
+            .map_err(|e| Error::Config(e.to_string()))?;
+        {
+            let mut io = a.io.lock().unwrap_or_else(|p| p.into_inner());
+            let eth = EthernetRepr {
+                dst: a.device_mac,
+                src: sh.info.mac,
+                vlan: Some(VlanTag::RT_CYCLIC),
+                ethertype: ethernet::ethertype::PROFINET,
+            };
+            io.provider = Some(Provider::new(eth, FrameId(out_id), t, now, 0));
+            io.consumer = Some(
+                Consumer::new(
+                    FrameId(in_id),
+                    t,
+                    a.timing.data_hold_factor,
+                    now + Duration::from_millis(1000),
+                )
+                .with_source(a.device_mac)
+                .with_c_sdu_len(a.layout.input.data_length as usize),
+            );
+            io.started_at = now;
+        }
+        if let Some(dev_ref) = result.device_alarm_ref {
+            let mk = |p| {
+                RtaMachine::new(RtaConfig::new(
+                    p,
+                    a.ids.alarm_ref,
+                    dev_ref,
+                    a.timing.rta_timeout_factor,
+                    a.timing.rta_retries,
+                ))
+            };
+            *a.alarm.lock().unwrap_or_else(|p| p.into_inner()) = Some(crate::alarms::AlarmState {
+                high: mk(AlarmPriority::High),
+                low: mk(AlarmPriority::Low),
+                history: Vec::new(),
+                delayed_acks: Vec::new(),
+            });
+        }
+        sh.set_state(a, ArState::Parameterizing);
+        // Parameter records (MultipleWrite, or a single Write for one record).
+        let records: Vec<(RecordAddress, Vec<u8>)> = a
+            .model
+            .submodules()
+            .flat_map(|(m, s)| {
+                s.params.iter().map(move |p| {
+                    (
+                        RecordAddress::new(0, m.slot, s.subslot, p.index),
+                        p.data.clone(),
+                    )
+                })
+            })
+            .collect();
+        if !records.is_empty() {
+            let seq = a.record_seq.fetch_add(1, Ordering::Relaxed);
+            let req = if records.len() == 1 {
+                let (addr, d) = records[0].clone();
+                WriteRequest::single(seq, a.ids.ar_uuid.0, addr, d)
+            } else {
+                let recs = records
+                    .into_iter()
+                    .map(|(addr, d)| WriteRecord {
+                        header: WriteReqHeaderRepr {
+                            seq_number: a.record_seq.fetch_add(1, Ordering::Relaxed),
+                            ar_uuid: a.ids.ar_uuid.0,
+                            address: addr,
+                            record_data_length: d.len() as u32,
+                        },
+                        data: d,
+                    })
+                    .collect();
+                WriteRequest::multiple(seq, a.ids.ar_uuid.0, recs)
+            }
+            .and_then(|r| r.to_bytes())
+            .map_err(|e| Error::Protocol(e.to_string()))?;
+            let resp = self.call(rpc::opnum::WRITE, req, 4096)?;
+            let wr = WriteResponse::parse(&resp.data).ok();
+            let st = if resp.status.is_ok() {
+                wr.as_ref()
+                    .map(|w| w.overall_status())
+                    .unwrap_or(PnioStatus::OK)
+            } else {
+                resp.status
+            };
+            if !st.is_ok() {
+                return Err(Error::Rejected {
+                    what: "parameter Write",
+                    status: st,
+                });
+            }
+        }
+        // PrmEnd.
+        let mut w = Writer::new();
+        ControlBlock::prm_end_req(a.ids.ar_uuid, a.ids.session_key)
+            .emit(&mut w)
+            .map_err(|e| Error::Protocol(e.to_string()))?;
+        sh.set_state(a, ArState::WaitApplicationReady);
+        let resp = self.call(rpc::opnum::CONTROL, w.into_inner(), 1024)?;
+        if !resp.status.is_ok() {
+            return Err(Error::Rejected {
+                what: "PrmEnd",
+                status: resp.status,
+            });
+        }
+        // Wait for ApplicationReady (answered by the RPC thread).
+        let st = self.wait_state(
+            |s| !matches!(s, ArState::WaitApplicationReady | ArState::Parameterizing),
+            app_ready_timeout,
+        );
+        match st {
+            ArState::DataExchange => Ok(()),
+            ArState::WaitApplicationReady => {
+                Err(Error::Timeout("no ApplicationReady from the device".into()))
+            }
+            other => Err(Error::Aborted(format!("{other:?}"))),
+        }
+    }
+
+    /// Wait until `pred(state)` holds or `timeout` passes; returns the state then.
+    pub fn wait_state(&self, pred: impl Fn(&ArState) -> bool, timeout: StdDuration) -> ArState {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut g = self.ar.state.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if pred(&g) {
+                return g.clone();
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return g.clone();
+            }
+            g = self
+                .ar
+                .cond
+                .wait_timeout(g, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// AR id (unique within the controller).
+    pub fn id(&self) -> u32 {
+        self.ar.id
+    }
+
+    pub fn station_name(&self) -> &str {
+        &self.ar.model.station_name
+    }
+
+    pub fn layout(&self) -> &IoLayout {
+        &self.ar.layout
+    }
+
+    pub fn state(&self) -> ArState {
+        self.ar.state()
+    }
+
+    /// Write output data (PROFINET outputs, linear area) at `offset`; sent with the next frame.
+    pub fn set_outputs(&self, offset: usize, data: &[u8]) -> Result<(), Error> {
+        let mut io = self.ar.io.lock().unwrap_or_else(|p| p.into_inner());
+        let end = offset
+            .checked_add(data.len())
+            .filter(|e| *e <= io.outputs.len())
+            .ok_or_else(|| Error::Config(format!("outputs are {} bytes long", io.outputs.len())))?;
+        io.outputs[offset..end].copy_from_slice(data);
+        Ok(())
+    }
+
+    /// The current output area.
+    pub fn outputs(&self) -> Vec<u8> {
+        self.ar
+            .io
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .outputs
+            .clone()
+    }
+
+    /// The latest inputs.
+    pub fn inputs(&self) -> Inputs {
+        self.ar
+            .io
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .inputs
+            .clone()
+    }
+
+    /// Change fault injection settings (takes effect on the next cycle).
+    pub fn set_faults(&self, f: Faults) {
+        *self.ar.faults.lock().unwrap_or_else(|p| p.into_inner()) = f;
+    }
+
+    pub fn faults(&self) -> Faults {
+        *self.ar.faults.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Alarms received so far.
+    pub fn alarms(&self) -> Vec<AlarmRecord> {
+        self.ar
+            .alarm
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|s| s.history.clone())
+            .unwrap_or_default()
+    }
+
+    /// The ModuleDiffBlock of the Connect response, if the device sent one.
+    pub fn module_diff(&self) -> Option<ModuleDiffBlock> {
+        self.ar
+            .module_diff
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn status(&self) -> ArStatus {
+        let io = self.ar.io.lock().unwrap_or_else(|p| p.into_inner());
+        let ps = io.provider.as_ref().map(|p| p.stats()).unwrap_or_default();
+        let cs = io.consumer.as_ref().map(|c| c.stats()).unwrap_or_default();
+        let (i, o) = *self.ar.frame_ids.lock().unwrap_or_else(|p| p.into_inner());
+        ArStatus {
+            id: self.ar.id,
+            station_name: self.ar.model.station_name.clone(),
+            device_mac: self.ar.device_mac.to_string(),
+            device_ip: self.ar.device_ip.to_string(),
+            state: self.ar.state(),
+            cycle_us: self.ar.timing.cycle_ns() / 1000,
+            input_frame_id: i,
+            output_frame_id: o,
+            frames_sent: ps.frames_sent,
+            missed_send_slots: ps.missed_slots,
+            frames_received: cs.received,
+            frames_new_data: cs.new_data,
+            frames_invalid: cs.invalid,
+            frames_duplicate: cs.duplicates,
+            watchdog_expiries: cs.watchdog_expiries,
+            alarms_received: self.ar.alarms_received.load(Ordering::Relaxed),
+            module_diff: self
+                .ar
+                .module_diff
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .map(cmreq::describe_module_diff)
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Read a record within the AR.
+    pub fn read_record(
+        &self,
+        slot: u16,
+        subslot: u16,
+        index: u16,
+        max_len: u32,
+    ) -> Result<Vec<u8>, Error> {
+        let hdr = ReadReqHeaderRepr {
+            seq_number: self.ar.record_seq.fetch_add(1, Ordering::Relaxed),
+            ar_uuid: self.ar.ids.ar_uuid.0,
+            address: RecordAddress::new(self.ar.model.api, slot, subslot, index),
+            record_data_length: max_len,
+            target_ar_uuid: record::NIL_UUID,
+        };
+        let req = ReadRequest::new(hdr)
+            .to_bytes()
+            .map_err(|e| Error::Protocol(e.to_string()))?;
+        let resp = self.call(rpc::opnum::READ, req, max_len.saturating_add(64))?;
+        read_result(resp)
+    }
+
+    /// Write a record within the AR.
+    pub fn write_record(
+        &self,
+        slot: u16,
+        subslot: u16,
+        index: u16,
+        data: &[u8],
+    ) -> Result<(), Error> {
+        let req = WriteRequest::single(
+            self.ar.record_seq.fetch_add(1, Ordering::Relaxed),
+            self.ar.ids.ar_uuid.0,
+            RecordAddress::new(self.ar.model.api, slot, subslot, index),
+            data.to_vec(),
+        )
+        .and_then(|r| r.to_bytes())
+        .map_err(|e| Error::Protocol(e.to_string()))?;
+        let resp = self.call(rpc::opnum::WRITE, req, 1024)?;
+        let wr = WriteResponse::parse(&resp.data).ok();
+        let st = if resp.status.is_ok() {
+            wr.map(|w| w.overall_status()).unwrap_or(PnioStatus::OK)
+        } else {
+            resp.status
+        };
+        if st.is_ok() {
+            Ok(())
+        } else {
+            Err(Error::Rejected {
+                what: "Write",
+                status: st,
+            })
+        }
+    }
+
+    /// Orderly end: Release, then stop the provider.
+    pub fn release(&self) -> Result<(), Error> {
+        let mut w = Writer::new();
+        ControlBlock::release_req(self.ar.ids.ar_uuid, self.ar.ids.session_key)
+            .emit(&mut w)
+            .map_err(|e| Error::Protocol(e.to_string()))?;
+        let r = self.call(rpc::opnum::RELEASE, w.into_inner(), 1024);
+        self.shared.set_state(&self.ar, ArState::Released);
+        self.remove();
+        let resp = r?;
+        if resp.status.is_ok() {
+            Ok(())
+        } else {
+            Err(Error::Rejected {
+                what: "Release",
+                status: resp.status,
+            })
+        }
+    }
+
+    /// Abort the AR: send ERR-RTA (AR abort request) on the low alarm channel and stop.
+    pub fn abort(&self) {
+        let now = rtsched::now();
+        {
+            let mut g = self.ar.alarm.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(st) = g.as_mut() {
+                st.low
+                    .abort(wrta::abort_reason::status(wrta::abort_reason::AR_ABORT_REQ));
+            }
+        }
+        self.shared.flush_alarm_tx(&self.ar, now);
+        self.shared.set_state(
+            &self.ar,
+            ArState::Aborted("aborted by the controller".into()),
+        );
+        self.remove();
+    }
+
+    fn remove(&self) {
+        self.shared
+            .ars
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|a| !Arc::ptr_eq(a, &self.ar));
+    }
+}
+
+fn read_result(resp: PnioResponse) -> Result<Vec<u8>, Error> {
+    if !resp.status.is_ok() {
+        // The ReadResHeader may still be present; the status is what matters.
+        return Err(Error::Rejected {
+            what: "Read",
+            status: resp.status,
+        });
+    }
+    let r = ReadResponse::parse(&resp.data)
+        .map_err(|e| Error::Protocol(format!("read response: {e}")))?;
+    Ok(r.data)
+}
+
+/// Implicit read (no AR needed): Read Implicit to the device's IP.
+pub(crate) fn read_implicit(
+    sh: &Shared,
+    ip: Ipv4Addr,
+    vendor_id: u16,
+    device_id: u16,
+    addr: RecordAddress,
+    max_len: u32,
+) -> Result<Vec<u8>, Error> {
+    let hdr = ReadReqHeaderRepr {
+        seq_number: 0,
+        ar_uuid: record::NIL_UUID,
+        address: addr,
+        record_data_length: max_len,
+        target_ar_uuid: record::NIL_UUID,
+    };
+    let req = ReadRequest::new(hdr)
+        .to_bytes()
+        .map_err(|e| Error::Protocol(e.to_string()))?;
+    let resp = sh.rpc_call(
+        ip,
+        Uuid::pnio_object(1, device_id, vendor_id),
+        random_uuid(),
+        0,
+        rpc::opnum::READ_IMPLICIT,
+        req,
+        max_len.saturating_add(64),
+    )?;
+    read_result(resp)
+}
