@@ -635,6 +635,11 @@ impl Runtime {
                 )
             }
         };
+        let probe = probe.map(|info| {
+            // Until the plane's link monitor reports, the probe's view of the link is current.
+            self.lock().link_up = info.link.up;
+            info
+        });
         if let Err(e) = probe {
             error!("start refused: data plane probe failed: {e}");
             let mut sh = self.lock();
