@@ -144,12 +144,14 @@ impl Address {
     /// types need the B/W/D form of their width, 64-bit types take any byte form (B, W or D) as
     /// the start offset of 8 bytes (the spec has no 8-byte form).
     pub fn check_type(&self, ty: ValueType) -> Result<(), Error> {
-        let ok = match (ty.len(), self.access) {
-            (0, Access::Bit(_)) => true,
-            (1, Access::Byte) | (2, Access::Word) | (4, Access::DWord) => true,
-            (8, Access::Byte | Access::Word | Access::DWord) => true,
-            _ => false,
-        };
+        let ok = matches!(
+            (ty.len(), self.access),
+            (0, Access::Bit(_))
+                | (1, Access::Byte)
+                | (2, Access::Word)
+                | (4, Access::DWord)
+                | (8, Access::Byte | Access::Word | Access::DWord)
+        );
         if ok {
             Ok(())
         } else {

@@ -36,6 +36,11 @@ pub mod model;
 pub mod native;
 pub mod process;
 
+#[cfg(test)]
+mod edge_tests;
+#[cfg(test)]
+mod fake;
+
 pub use address::{Access, Address, Area, PlcValue, Side, Value, ValueType};
 pub use client::{Client, ClientOptions, DiagEntry, Timeouts, DEFAULT_BASE_URL};
 pub use error::{CallResult, Error, Result};
