@@ -13,7 +13,7 @@ use pn_protocol::wire::pnio::alarm::{
 };
 use pn_protocol::wire::pnio::diagnosis::{
     channel_error_type, ChannelDiagnosis, ChannelProperties, DiagnosisDataRepr, Direction,
-    ExtChannelDiagnosis, Severity, Specifier, UserStructure,
+    ExtChannelDiagnosis, QualifiedChannelDiagnosis, Severity, Specifier, UserStructure,
 };
 use pn_protocol::wire::pnio::ident::{
     ApiIdent, IdentificationDataRepr, ModuleIdent, SubmoduleIdent,
@@ -540,10 +540,71 @@ fn read_response_diagnosis_data() {
             }]),
         },
     ];
+    let mut blocks = blocks;
+    blocks.push(DiagnosisDataRepr {
+        version_low: 1,
+        api: 0,
+        slot: 2,
+        subslot: 1,
+        channel_number: 0,
+        channel_properties: ChannelProperties::new(
+            2,
+            false,
+            Severity::Qualified,
+            Specifier::Appears,
+            Direction::Output,
+        ),
+        items: UserStructure::Qualified(vec![QualifiedChannelDiagnosis {
+            channel_number: 0,
+            properties: ChannelProperties::new(
+                2,
+                false,
+                Severity::Qualified,
+                Specifier::Appears,
+                Direction::Output,
+            ),
+            error_type: channel_error_type::OVERLOAD,
+            ext_error_type: 0,
+            ext_add_value: 0,
+            qualifier: 0x0000_0100,
+        }]),
+    });
     let mut w = Writer::new();
     pn_protocol::wire::pnio::diagnosis::emit_diagnosis_record(&mut w, &blocks).unwrap();
     let data = w.into_inner();
     let req = read_req(index::DEVICE_DIAGNOSIS_DMQS, 0, 0);
+
+    // A BlockVersionLow 0 block (no API field) on its own.
+    let v0 = DiagnosisDataRepr {
+        version_low: 0,
+        api: 0,
+        slot: 5,
+        subslot: 2,
+        channel_number: 7,
+        channel_properties: props(Specifier::Appears),
+        items: UserStructure::Channel(vec![ChannelDiagnosis {
+            channel_number: 7,
+            properties: props(Specifier::Appears),
+            error_type: channel_error_type::UNDERVOLTAGE,
+        }]),
+    };
+    let req0 = read_req(index::SUB_DIAGNOSIS_CHANNEL, 5, 2);
+    let (_, p0) = read_pair(
+        &req0,
+        PnioStatus::OK,
+        v0.to_bytes().unwrap(),
+        Drep::BIG_ENDIAN,
+    );
+    assert_eq!(uints(&p0, "pn_io.block_version_low"), vec![0, 0]);
+    assert_eq!(uints(&p0, "pn_io.slot_nr"), vec![5, 5]);
+    assert_eq!(uints(&p0, "pn_io.subslot_nr"), vec![2, 2]);
+    assert_eq!(
+        uints(&p0, "pn_io.api"),
+        vec![0],
+        "only the record header has an API"
+    );
+    assert_eq!(p0.uint("pn_io.channel_error_type"), 2);
+    assert_eq!(p0.uint("pn_io.user_structure_identifier"), 0x8000);
     let (_, p) = read_pair(&req, PnioStatus::OK, data.clone(), Drep::BIG_ENDIAN);
     assert_rw_header(&p, 0x8009, 12, AR_STR, req.address, data.len() as u32);
     assert_eq!(
@@ -551,36 +612,40 @@ fn read_response_diagnosis_data() {
             .iter()
             .filter(|&&t| t == 0x0010)
             .count(),
-        2
+        3
     );
     assert_eq!(
         uints(&p, "pn_io.user_structure_identifier"),
-        vec![0x8000, 0x8002]
+        vec![0x8000, 0x8002, 0x8003]
     );
     // channel numbers: block 1 (channel, item), block 2 (channel, item)
     assert_eq!(
         uints(&p, "pn_io.channel_number"),
-        vec![3, 3, 0x8000, 0x8000]
+        vec![3, 3, 0x8000, 0x8000, 0, 0]
     );
     assert_eq!(
         uints(&p, "pn_io.channel_properties"),
-        vec![0x2801, 0x2801, 0x0A00, 0x0A00]
+        vec![0x2801, 0x2801, 0x0A00, 0x0A00, 0x4E02, 0x4E02]
     );
     assert_eq!(
         uints(&p, "pn_io.channel_properties.specifier"),
-        vec![1, 1, 1, 1]
+        vec![1, 1, 1, 1, 1, 1]
     );
     assert_eq!(
         uints(&p, "pn_io.channel_properties.direction"),
-        vec![1, 1, 0, 0]
+        vec![1, 1, 0, 0, 2, 2]
     );
     assert_eq!(
         uints(&p, "pn_io.channel_properties.maintenance"),
-        vec![0, 0, 1, 1]
+        vec![0, 0, 1, 1, 3, 3]
     );
-    assert_eq!(uints(&p, "pn_io.channel_error_type"), vec![6, 0x8001]);
+    assert_eq!(uints(&p, "pn_io.channel_error_type"), vec![6, 0x8001, 4]);
     assert_eq!(p.uint("pn_io.ext_channel_error_type8001"), 0x8000);
-    assert_eq!(p.uint("pn_io.ext_channel_add_value"), 0x1234_5678);
+    assert_eq!(
+        uints(&p, "pn_io.ext_channel_add_value"),
+        vec![0x1234_5678, 0]
+    );
+    assert_eq!(p.uint("pn_io.qualified_channel_qualifier"), 0x100);
 }
 
 #[test]
