@@ -886,6 +886,220 @@ impl DcpRepr {
     }
 }
 
+/// What a device answers DCP Identify/Get/Hello with: a convenience for the device role.
+///
+/// Block order of [`DcpDeviceInfo::identify_response`] follows p-net (`pf_dcp_identify_req`,
+/// FIX `pniors-dcp-ident-res-pnet.hex`): IP parameter, DeviceVendorValue, NameOfStation,
+/// DeviceID, DeviceRole, DeviceOptions, then DeviceInstance / OEM DeviceID / DeviceInitiative
+/// when configured. Hello follows the grammar quoted in p-net: NameOfStation, IP parameter,
+/// DeviceID, DeviceVendorValue, DeviceRole, DeviceInitiative.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DcpDeviceInfo {
+    pub mac: MacAddr,
+    pub ip: Ipv4Addr,
+    pub mask: Ipv4Addr,
+    pub gateway: Ipv4Addr,
+    /// [`ip_block_info`] value sent with the IP parameter.
+    pub ip_block_info: u16,
+    /// DeviceVendorValue ("TypeOfStation").
+    pub vendor_value: String,
+    /// `None` while no name is assigned (sent as an empty NameOfStation).
+    pub name: Option<NameOfStation>,
+    pub vendor_id: u16,
+    pub device_id: u16,
+    pub role: u8,
+    pub instance: Option<(u8, u8)>,
+    pub oem_id: Option<(u16, u16)>,
+    /// DeviceInitiative value (1 = sends Hello at power-on); `None` = block not sent.
+    pub device_initiative: Option<u16>,
+    /// AliasNames this device answers to ("port-xyz.<neighbour station>", from LLDP).
+    pub aliases: Vec<Vec<u8>>,
+}
+
+impl DcpDeviceInfo {
+    /// The (option, suboption) pairs listed in DeviceOptions: what this device can Get/Set.
+    pub fn device_options(&self) -> Vec<(u8, u8)> {
+        use option as o;
+        use suboption as s;
+        let mut v = vec![
+            (o::IP, s::IP_MAC),
+            (o::IP, s::IP_PARAMETER),
+            (o::DEVICE_PROPERTIES, s::DEVICE_VENDOR),
+            (o::DEVICE_PROPERTIES, s::NAME_OF_STATION),
+            (o::DEVICE_PROPERTIES, s::DEVICE_ID),
+            (o::DEVICE_PROPERTIES, s::DEVICE_ROLE),
+            (o::DEVICE_PROPERTIES, s::DEVICE_OPTIONS),
+            (o::DEVICE_PROPERTIES, s::ALIAS_NAME),
+        ];
+        if self.instance.is_some() {
+            v.push((o::DEVICE_PROPERTIES, s::DEVICE_INSTANCE));
+        }
+        if self.oem_id.is_some() {
+            v.push((o::DEVICE_PROPERTIES, s::OEM_DEVICE_ID));
+        }
+        v.extend([
+            (o::CONTROL, s::CONTROL_START),
+            (o::CONTROL, s::CONTROL_STOP),
+            (o::CONTROL, s::CONTROL_SIGNAL),
+            (o::CONTROL, s::CONTROL_RESET_TO_FACTORY),
+        ]);
+        if self.device_initiative.is_some() {
+            v.push((o::DEVICE_INITIATIVE, s::DEVICE_INITIATIVE));
+        }
+        v.push((o::ALL_SELECTOR, s::ALL));
+        v
+    }
+
+    /// The current value for a Get of (option, suboption), or the BlockError to answer with.
+    pub fn value(&self, opt: u8, sub: u8) -> core::result::Result<DcpValue, BlockError> {
+        use option as o;
+        use suboption as s;
+        Ok(match (opt, sub) {
+            (o::IP, s::IP_MAC) => DcpValue::MacAddress(self.mac),
+            (o::IP, s::IP_PARAMETER) => DcpValue::IpParameter {
+                ip: self.ip,
+                mask: self.mask,
+                gateway: self.gateway,
+            },
+            (o::IP, _) => return Err(BlockError::SUBOPTION_UNSUPPORTED),
+            (o::DEVICE_PROPERTIES, s::DEVICE_VENDOR) => {
+                DcpValue::DeviceVendor(self.vendor_value.as_bytes().to_vec())
+            }
+            (o::DEVICE_PROPERTIES, s::NAME_OF_STATION) => DcpValue::NameOfStation(
+                self.name
+                    .as_ref()
+                    .map(|n| n.as_bytes().to_vec())
+                    .unwrap_or_default(),
+            ),
+            (o::DEVICE_PROPERTIES, s::DEVICE_ID) => DcpValue::DeviceId {
+                vendor_id: self.vendor_id,
+                device_id: self.device_id,
+            },
+            (o::DEVICE_PROPERTIES, s::DEVICE_ROLE) => DcpValue::DeviceRole {
+                role: self.role,
+                reserved: 0,
+            },
+            (o::DEVICE_PROPERTIES, s::DEVICE_OPTIONS) => {
+                DcpValue::DeviceOptions(self.device_options())
+            }
+            (o::DEVICE_PROPERTIES, s::DEVICE_INSTANCE) => match self.instance {
+                Some((high, low)) => DcpValue::DeviceInstance { high, low },
+                None => return Err(BlockError::SUBOPTION_UNSUPPORTED),
+            },
+            (o::DEVICE_PROPERTIES, s::OEM_DEVICE_ID) => match self.oem_id {
+                Some((vendor_id, device_id)) => DcpValue::OemDeviceId {
+                    vendor_id,
+                    device_id,
+                },
+                None => return Err(BlockError::SUBOPTION_UNSUPPORTED),
+            },
+            (o::DEVICE_PROPERTIES, _) => return Err(BlockError::SUBOPTION_UNSUPPORTED),
+            (o::DEVICE_INITIATIVE, s::DEVICE_INITIATIVE) => match self.device_initiative {
+                Some(v) => DcpValue::DeviceInitiative(v),
+                None => return Err(BlockError::SUBOPTION_UNSUPPORTED),
+            },
+            _ => return Err(BlockError::OPTION_UNSUPPORTED),
+        })
+    }
+
+    fn block(&self, opt: u8, sub: u8) -> Option<DcpBlock> {
+        let v = self.value(opt, sub).ok()?;
+        // p-net sends BlockInfo 0 except for the IP parameter / IP suite blocks.
+        let info = if opt == option::IP && sub != suboption::IP_MAC {
+            self.ip_block_info
+        } else {
+            0
+        };
+        Some(DcpBlock::with_info(v, info))
+    }
+
+    fn blocks(&self, list: &[(u8, u8)]) -> Vec<DcpBlock> {
+        list.iter().filter_map(|&(o, s)| self.block(o, s)).collect()
+    }
+
+    /// Values an Identify filter is compared with (see [`DcpRepr::identify_filter_matches`]).
+    pub fn filter_values(&self) -> Vec<DcpValue> {
+        let mut v: Vec<DcpValue> = self
+            .device_options()
+            .into_iter()
+            .filter_map(|(o, s)| self.value(o, s).ok())
+            .collect();
+        v.extend(self.aliases.iter().cloned().map(DcpValue::AliasName));
+        v
+    }
+
+    /// Does an Identify request select this device?
+    pub fn matches(&self, request: &DcpRepr) -> bool {
+        request.service_id == ServiceId::Identify
+            && request.service_type == ServiceType::Request
+            && request.identify_filter_matches(&self.filter_values())
+    }
+
+    /// The Identify response to send (to the requester, FrameID 0xFEFF).
+    pub fn identify_response(&self, xid: u32) -> DcpRepr {
+        use option as o;
+        use suboption as s;
+        DcpRepr::identify_response(
+            xid,
+            self.blocks(&[
+                (o::IP, s::IP_PARAMETER),
+                (o::DEVICE_PROPERTIES, s::DEVICE_VENDOR),
+                (o::DEVICE_PROPERTIES, s::NAME_OF_STATION),
+                (o::DEVICE_PROPERTIES, s::DEVICE_ID),
+                (o::DEVICE_PROPERTIES, s::DEVICE_ROLE),
+                (o::DEVICE_PROPERTIES, s::DEVICE_OPTIONS),
+                (o::DEVICE_PROPERTIES, s::DEVICE_INSTANCE),
+                (o::DEVICE_PROPERTIES, s::OEM_DEVICE_ID),
+                (o::DEVICE_INITIATIVE, s::DEVICE_INITIATIVE),
+            ]),
+        )
+    }
+
+    /// The Get response for a Get request's selectors: values with BlockInfo, failures as
+    /// Control/Response blocks (p-net `pf_dcp_get_req`).
+    pub fn get_response(&self, request: &DcpRepr) -> DcpRepr {
+        let blocks = request
+            .blocks
+            .iter()
+            .map(|b| {
+                let (o, s) = b.option_suboption();
+                match self.value(o, s) {
+                    Ok(_) => self.block(o, s).unwrap_or_else(|| {
+                        DcpBlock::new(DcpValue::Response {
+                            option: o,
+                            suboption: s,
+                            error: BlockError::SUBOPTION_UNSUPPORTED,
+                        })
+                    }),
+                    Err(error) => DcpBlock::new(DcpValue::Response {
+                        option: o,
+                        suboption: s,
+                        error,
+                    }),
+                }
+            })
+            .collect();
+        DcpRepr::get_response(request.xid, blocks)
+    }
+
+    /// A Hello request (to [`MacAddr::DCP_HELLO`], FrameID 0xFEFC).
+    pub fn hello(&self, xid: u32) -> DcpRepr {
+        use option as o;
+        use suboption as s;
+        DcpRepr::hello(
+            xid,
+            self.blocks(&[
+                (o::DEVICE_PROPERTIES, s::NAME_OF_STATION),
+                (o::IP, s::IP_PARAMETER),
+                (o::DEVICE_PROPERTIES, s::DEVICE_ID),
+                (o::DEVICE_PROPERTIES, s::DEVICE_VENDOR),
+                (o::DEVICE_PROPERTIES, s::DEVICE_ROLE),
+                (o::DEVICE_INITIATIVE, s::DEVICE_INITIATIVE),
+            ]),
+        )
+    }
+}
+
 /// A validated NameOfStation (IEC 61158-6-10 §4.3.1.4.16; p-net `pf_cmina_is_stationname_valid`).
 ///
 /// Rules: 1..=240 bytes; labels separated by '.', each 1..=63 bytes of `[a-z0-9-]`, not starting
@@ -1117,6 +1331,62 @@ mod tests {
         // Prefix missing in a response block.
         assert!(DcpRepr::parse(&hex("05 01 00 00 00 01 00 00 00 06 02 02 00 01 61 00")).is_err());
         assert!(DcpRepr::parse(&hex("09 00 00 00 00 01 00 00 00 00")).is_err());
+    }
+
+    #[test]
+    fn device_info_answers() {
+        let info = DcpDeviceInfo {
+            mac: MacAddr([2, 0, 0, 0, 0, 1]),
+            ip: Ipv4Addr::new(10, 0, 0, 2),
+            mask: Ipv4Addr::new(255, 0, 0, 0),
+            gateway: Ipv4Addr::UNSPECIFIED,
+            ip_block_info: ip_block_info::SET,
+            vendor_value: "pn-device".into(),
+            name: Some(NameOfStation::new("dev-1").unwrap()),
+            vendor_id: 0x0493,
+            device_id: 2,
+            role: device_role::IO_DEVICE,
+            instance: None,
+            oem_id: None,
+            device_initiative: None,
+            aliases: vec![b"port-001.plc".to_vec()],
+        };
+        assert!(info.matches(&DcpRepr::identify_request_all(1, 1)));
+        assert!(info.matches(&DcpRepr::identify_request_by_name(
+            1,
+            &NameOfStation::new("dev-1").unwrap(),
+            1
+        )));
+        assert!(!info.matches(&DcpRepr::identify_request_by_name(
+            1,
+            &NameOfStation::new("dev-2").unwrap(),
+            1
+        )));
+        assert!(info.matches(&DcpRepr::identify_request_by_alias(1, b"port-001.plc", 1)));
+        let r = info.identify_response(9);
+        assert_eq!(r.blocks.len(), 6);
+        assert_eq!(r.blocks[0].prefix, ip_block_info::SET);
+        assert_eq!(DcpRepr::parse(&r.emit().unwrap()).unwrap(), r);
+        let g = info.get_response(&DcpRepr::get_request(4, &[(1, 1), (2, 7), (9, 9)]));
+        assert_eq!(g.blocks[0].value, DcpValue::MacAddress(info.mac));
+        assert!(matches!(
+            g.blocks[1].value,
+            DcpValue::Response {
+                error: BlockError::SUBOPTION_UNSUPPORTED,
+                ..
+            }
+        ));
+        assert!(matches!(
+            g.blocks[2].value,
+            DcpValue::Response {
+                error: BlockError::OPTION_UNSUPPORTED,
+                ..
+            }
+        ));
+        assert_eq!(DcpRepr::parse(&g.emit().unwrap()).unwrap(), g);
+        let h = info.hello(5);
+        assert_eq!(h.frame_id(), FrameId::DCP_HELLO);
+        assert_eq!(DcpRepr::parse(&h.emit().unwrap()).unwrap(), h);
     }
 
     #[test]
