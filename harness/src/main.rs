@@ -1,1 +1,53 @@
-fn main() {}
+//! `pn-lab`: run scenario files, check them, and (later) demo, bench and soak commands.
+
+use pn_lab::scenario::{run::run, Scenario};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+fn usage() -> ExitCode {
+    eprintln!(
+        "usage:\n  pn-lab check FILE...   validate scenario files\n  pn-lab run FILE...     run scenario files (root: namespaces)"
+    );
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((cmd, files)) = args.split_first() else {
+        return usage();
+    };
+    let files: Vec<PathBuf> = files.iter().map(PathBuf::from).collect();
+    match cmd.as_str() {
+        "check" | "run" => {
+            let mut failed = 0;
+            for f in &files {
+                let sc = match Scenario::load(f) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        eprintln!("{e}");
+                        failed += 1;
+                        continue;
+                    }
+                };
+                if cmd == "check" {
+                    println!("ok  {} ({} steps)", f.display(), sc.steps.len());
+                    continue;
+                }
+                match run(&sc) {
+                    Ok(()) => println!("ok    {}", f.display()),
+                    Err(e) => {
+                        println!("FAIL  {}\n{e}", f.display());
+                        failed += 1;
+                    }
+                }
+            }
+            println!("{} passed, {} failed", files.len() - failed, failed);
+            if failed == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        _ => usage(),
+    }
+}

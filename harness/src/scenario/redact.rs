@@ -1,0 +1,122 @@
+//! Redaction of what varies between runs before a response is compared with its golden
+//! snapshot: times, epochs, counters, UUIDs and MAC addresses. Structure, field names, types,
+//! states, messages and every other value stay, so any change to them fails the scenario.
+
+use serde_json::Value as Json;
+
+/// Fields whose value is a time, or a generation counter that depends on timing.
+const TIME_FIELDS: &[&str] = &[
+    "timestamp",
+    "occurredAt",
+    "uptimeS",
+    "uptimeMs",
+    "uptime",
+    "startedAt",
+    "lastSeen",
+    "expiresAt",
+];
+const EPOCH_FIELDS: &[&str] = &["epoch", "ioEpoch", "heartbeat", "cycleCounter"];
+
+/// Counters: redacted to `"[>0]"` or kept as 0, so "did it count at all" stays visible.
+fn is_counter(key: &str) -> bool {
+    key.starts_with("rx")
+        || key.starts_with("tx")
+        || key.starts_with("stack")
+        || matches!(
+            key,
+            "droppedFrames" | "invalidFrames" | "count" | "lastError"
+        )
+}
+
+fn looks_like_mac(s: &str) -> bool {
+    let parts: Vec<&str> = s.split([':', '-']).collect();
+    parts.len() == 6
+        && parts
+            .iter()
+            .all(|p| p.len() == 2 && p.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+fn looks_like_uuid(s: &str) -> bool {
+    let lens: Vec<usize> = s.split('-').map(str::len).collect();
+    lens == [8, 4, 4, 4, 12] && s.chars().all(|c| c == '-' || c.is_ascii_hexdigit())
+}
+
+/// Return a redacted copy of `v`.
+pub fn redact(v: &Json) -> Json {
+    redact_inner(None, v, &[])
+}
+
+/// Redact, and also replace run-specific literals inside strings (the lab's interface names
+/// and temporary directory) with stable placeholders: `(literal, placeholder)` pairs.
+pub fn redact_with(v: &Json, literals: &[(String, String)]) -> Json {
+    redact_inner(None, v, literals)
+}
+
+fn redact_inner(key: Option<&str>, v: &Json, lits: &[(String, String)]) -> Json {
+    if let Some(k) = key {
+        if TIME_FIELDS.contains(&k) {
+            return Json::String("[time]".into());
+        }
+        if EPOCH_FIELDS.contains(&k) {
+            return Json::String("[epoch]".into());
+        }
+        if is_counter(k) {
+            if let Some(n) = v.as_f64() {
+                return if n == 0.0 {
+                    Json::from(0)
+                } else {
+                    Json::String("[>0]".into())
+                };
+            }
+        }
+    }
+    match v {
+        Json::Object(m) => Json::Object(
+            m.iter()
+                .map(|(k, x)| (k.clone(), redact_inner(Some(k), x, lits)))
+                .collect(),
+        ),
+        Json::Array(a) => Json::Array(a.iter().map(|x| redact_inner(None, x, lits)).collect()),
+        Json::String(s) if looks_like_mac(s) => Json::String("[mac]".into()),
+        Json::String(s) if looks_like_uuid(s) => Json::String("[uuid]".into()),
+        Json::String(s) => {
+            let mut out = s.clone();
+            for (from, to) in lits {
+                if !from.is_empty() {
+                    out = out.replace(from.as_str(), to);
+                }
+            }
+            Json::String(out)
+        }
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn redacts_what_varies_only() {
+        let v = json!({
+            "state": "DataExchange", "timestamp": "2026-11-23T17:00:00Z", "ioEpoch": 42,
+            "rxFrames": 0, "txFrames": 17, "peer": "02:00:00:00:00:01",
+            "ar": "dea00000-6c97-11d1-8271-000100020003",
+            "alarms": [{"occurredAt": "x", "severity": "Error", "count": 2}]
+        });
+        let r = redact(&v);
+        assert_eq!(r["state"], "DataExchange");
+        assert_eq!(r["timestamp"], "[time]");
+        assert_eq!(r["ioEpoch"], "[epoch]");
+        assert_eq!(r["rxFrames"], 0);
+        assert_eq!(r["txFrames"], "[>0]");
+        assert_eq!(r["peer"], "[mac]");
+        assert_eq!(r["ar"], "[uuid]");
+        assert_eq!(r["alarms"][0]["severity"], "Error");
+        assert_eq!(r["alarms"][0]["occurredAt"], "[time]");
+        let lits = [("veth7x1".to_string(), "[nic]".to_string())];
+        let r = redact_with(&json!({"m": "NIC 'veth7x1' (fresh)"}), &lits);
+        assert_eq!(r["m"], "NIC '[nic]' (fresh)");
+    }
+}

@@ -1,0 +1,306 @@
+//! Running a scenario against a fresh lab.
+
+use super::check::{check_all, lookup, substitute, substitute_json};
+use super::format::*;
+use super::redact::redact_with;
+use crate::lab::{Lab, LabOptions, Licence};
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Header carrying the API key (spec 5.4).
+pub const KEY_HEADER: &str = "X-Vendor-Pnet-Api-Key";
+
+/// Where scenario-level inputs live.
+pub fn scenarios_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
+}
+
+/// Where golden snapshots live.
+pub fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../golden")
+}
+
+fn licence(l: &LicenceChoice) -> Licence {
+    match l {
+        LicenceChoice::Valid => Licence::Valid,
+        LicenceChoice::Missing => Licence::Missing,
+        LicenceChoice::Invalid => Licence::Invalid,
+        LicenceChoice::ExpiresIn(s) => Licence::ExpiresIn(*s),
+    }
+}
+
+fn read_config(name: &str) -> Result<String, String> {
+    let p = scenarios_dir().join("configs").join(name);
+    std::fs::read_to_string(&p).map_err(|e| format!("configuration {}: {e}", p.display()))
+}
+
+/// The state a run carries between steps.
+struct Run<'a> {
+    sc: &'a Scenario,
+    golden_root: PathBuf,
+    lab: Lab,
+    vars: BTreeMap<String, Json>,
+}
+
+/// Run `sc` from set-up to the last step. On failure the error names the scenario file, the
+/// step and the cause; the capture and the device log are kept under `target/lab-failures/`.
+pub fn run(sc: &Scenario) -> Result<(), String> {
+    run_with_golden(sc, &golden_dir())
+}
+
+/// [`run`] with golden snapshots taken from `golden_root/<scenario>/` (tests of the harness
+/// itself point it at a scratch copy).
+pub fn run_with_golden(sc: &Scenario, golden_root: &Path) -> Result<(), String> {
+    let opts = LabOptions {
+        api_key: sc.device.api_key.clone(),
+        licence: licence(&sc.device.licence),
+        nic_override: match sc.device.nic {
+            NicChoice::Veth => None,
+            NicChoice::Missing => Some("pnmissing0".into()),
+        },
+        config_xml: sc.device.config.as_deref().map(read_config).transpose()?,
+        licence_recheck_s: sc.device.licence_recheck_s,
+        settings: sc.device.settings.clone(),
+        capture: true,
+        auto_start: false,
+    };
+    let lab = Lab::start(opts).map_err(|e| format!("{}: lab set-up: {e}", sc.path.display()))?;
+    let mut vars = BTreeMap::new();
+    vars.insert("nic".to_string(), Json::String(lab.nic().to_string()));
+    let mut r = Run {
+        sc,
+        golden_root: golden_root.to_path_buf(),
+        lab,
+        vars,
+    };
+    let result = r.all_steps();
+    if let Err(e) = &result {
+        let kept = r.lab.keep_artifacts(&sc.name);
+        return Err(format!(
+            "{e}\n(capture kept at {}; device log:\n{})",
+            kept.map(|p| p.display().to_string())
+                .unwrap_or_else(|| "-".into()),
+            r.lab.device_log()
+        ));
+    }
+    result
+}
+
+impl Run<'_> {
+    fn all_steps(&mut self) -> Result<(), String> {
+        if self.sc.device.start {
+            let resp = self.call_raw("POST", "/api/start", None, &KeyChoice::Configured, &[])?;
+            if resp.status != 200 {
+                return Err(format!(
+                    "{}: set-up start: HTTP {}",
+                    self.sc.path.display(),
+                    resp.status
+                ));
+            }
+        }
+        for step in &self.sc.steps {
+            self.step(step).map_err(|e| {
+                let note = step
+                    .note
+                    .as_deref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default();
+                format!("{}: step {}{note}: {e}", self.sc.path.display(), step.index)
+            })?;
+        }
+        Ok(())
+    }
+
+    fn headers(&self, key: &KeyChoice, extra: &[(String, String)]) -> Vec<(String, String)> {
+        let mut h: Vec<(String, String)> = extra.to_vec();
+        let value = match key {
+            KeyChoice::Configured => self.lab.opts.api_key.clone(),
+            KeyChoice::None => None,
+            KeyChoice::Value(v) => Some(v.clone()),
+        };
+        if let Some(v) = value {
+            h.push((KEY_HEADER.to_string(), v));
+        }
+        h
+    }
+
+    fn call_raw(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Vec<u8>>,
+        key: &KeyChoice,
+        extra: &[(String, String)],
+    ) -> Result<pn_testkit::http::Response, String> {
+        let headers = self.headers(key, extra);
+        self.lab.http(method, path, &headers, body)
+    }
+
+    fn step(&mut self, step: &Step) -> Result<(), String> {
+        match &step.action {
+            Action::Call(c) => {
+                for i in 0..c.repeat {
+                    if c.repeat > 1 {
+                        self.vars.insert("i".to_string(), Json::from(i));
+                    }
+                    self.call(c).map_err(|e| {
+                        if c.repeat > 1 {
+                            format!("repetition {i}: {e}")
+                        } else {
+                            e
+                        }
+                    })?;
+                }
+                Ok(())
+            }
+            Action::Wait {
+                path,
+                until,
+                within_ms,
+                every_ms,
+            } => {
+                let path = substitute(path, &self.vars)?;
+                let deadline = Instant::now() + Duration::from_millis(*within_ms);
+                loop {
+                    let resp = self.call_raw("GET", &path, None, &KeyChoice::Configured, &[])?;
+                    let last = if resp.status == 200 {
+                        let v = resp.json();
+                        let fails = check_all(&v, until.iter());
+                        if fails.is_empty() {
+                            return Ok(());
+                        }
+                        format!("{}; last response {v}", fails.join("; "))
+                    } else {
+                        format!("HTTP {}: {}", resp.status, resp.text())
+                    };
+                    if Instant::now() >= deadline {
+                        return Err(format!("condition not met within {within_ms} ms: {last}"));
+                    }
+                    std::thread::sleep(Duration::from_millis(*every_ms));
+                }
+            }
+            Action::Link { up } => self.lab.set_link(*up),
+            Action::Netem {
+                loss_pct,
+                delay_ms,
+                duplicate_pct,
+            } => self.lab.netem(*loss_pct, *delay_ms, *duplicate_pct),
+            Action::Restart {
+                kill,
+                api_key,
+                licence: l,
+            } => self
+                .lab
+                .restart(*kill, api_key.clone(), l.as_ref().map(licence)),
+            Action::WriteConfig { source } => {
+                let xml = match source {
+                    ConfigSource::File(f) => read_config(f)?,
+                    ConfigSource::Inline(x) => x.clone(),
+                };
+                self.lab.write_config(&xml)
+            }
+            Action::Pause { ms } => {
+                std::thread::sleep(Duration::from_millis(*ms));
+                Ok(())
+            }
+            Action::Controller(a) => Err(format!(
+                "controller action {a:?}: the controller simulator is not wired into the harness yet"
+            )),
+        }
+    }
+
+    fn call(&mut self, c: &Call) -> Result<(), String> {
+        let path = substitute(&c.path, &self.vars)?;
+        let body = match &c.body {
+            None => None,
+            Some(Body::Json(j)) => {
+                Some(serde_json::to_vec(&substitute_json(j, &self.vars)?).expect("JSON serialises"))
+            }
+            Some(Body::Raw(r)) => Some(substitute(r, &self.vars)?.into_bytes()),
+            Some(Body::Size(n)) => Some(vec![b'x'; *n]),
+        };
+        let resp = self.call_raw(&c.method, &path, body, &c.key, &c.headers)?;
+        if let Some(want) = c.expect_status {
+            if resp.status != want {
+                return Err(format!(
+                    "{} {path}: expected HTTP {want}, got {}: {}",
+                    c.method,
+                    resp.status,
+                    resp.text()
+                ));
+            }
+        }
+        let needs_json = !c.assert.is_empty() || c.snapshot.is_some() || !c.save.is_empty();
+        if !needs_json {
+            return Ok(());
+        }
+        let v: Json = serde_json::from_slice(&resp.body).map_err(|e| {
+            format!(
+                "{} {path}: body is not JSON ({e}): {}",
+                c.method,
+                resp.text()
+            )
+        })?;
+        let fails = check_all(&v, c.assert.iter());
+        if !fails.is_empty() {
+            return Err(format!(
+                "{} {path}: {}; response {v}",
+                c.method,
+                fails.join("; ")
+            ));
+        }
+        for (name, field) in &c.save {
+            let val = lookup(&v, field)
+                .ok_or_else(|| format!("save `{name}`: no field `{field}` in {v}"))?;
+            self.vars.insert(name.clone(), val.clone());
+        }
+        if let Some(snap) = &c.snapshot {
+            let lits = vec![
+                (
+                    self.lab.dir.path().display().to_string(),
+                    "[labdir]".to_string(),
+                ),
+                (self.lab.nic().to_string(), "[nic]".to_string()),
+                (
+                    self.lab.controller_nic().to_string(),
+                    "[peer-nic]".to_string(),
+                ),
+            ];
+            let value = json_with_status(resp.status, redact_with(&v, &lits));
+            snapshot(self.sc, &self.golden_root, snap, &value)?;
+        }
+        Ok(())
+    }
+}
+
+/// The snapshot holds the HTTP status too, so a changed status fails as well.
+fn json_with_status(status: u16, body: Json) -> Json {
+    serde_json::json!({ "status": status, "body": body })
+}
+
+/// Compare `value` with `golden/<scenario>/<name>.snap` (insta). A mismatch or a missing golden
+/// file is an error; under CI insta never writes new snapshots.
+pub fn snapshot(sc: &Scenario, golden_root: &Path, name: &str, value: &Json) -> Result<(), String> {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(golden_root.join(&sc.name));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_input_file(&sc.path);
+    settings.set_omit_expression(true);
+    settings.set_description(format!("{} — step snapshot `{name}`", sc.title));
+    settings.set_sort_maps(true);
+    let name = name.to_string();
+    let value = value.clone();
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        settings.bind(|| insta::assert_json_snapshot!(name, value));
+    }))
+    .map_err(|p| {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "snapshot assertion failed".into());
+        format!("golden snapshot `{}` differs or is missing: {msg}", sc.name)
+    })
+}

@@ -1,0 +1,16 @@
+//! Every scenario file under `scenarios/` is its own named test, run against a fresh lab
+//! (namespaces, veth, the real pn-device binary). Tests run in parallel: each lab has its own
+//! namespaces, so the fixed API port never clashes.
+
+use pn_lab::scenario::{run::run, Scenario};
+use rstest::rstest;
+use std::path::PathBuf;
+
+#[rstest]
+fn scenario(#[files("../scenarios/**/*.toml")] path: PathBuf) {
+    let sc = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    run(&sc).unwrap_or_else(|e| panic!("{e}"));
+}
