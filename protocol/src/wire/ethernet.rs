@@ -178,10 +178,10 @@ impl<T: AsRef<[u8]>> Frame<T> {
         field::read_u16(self.buffer.as_ref(), r.start).unwrap_or(0)
     }
     pub fn dst_addr(&self) -> MacAddr {
-        MacAddr::from_bytes(&self.buffer.as_ref()[f::DST]).unwrap_or_default()
+        MacAddr::from_bytes(self.buffer.as_ref().get(f::DST).unwrap_or(&[])).unwrap_or_default()
     }
     pub fn src_addr(&self) -> MacAddr {
-        MacAddr::from_bytes(&self.buffer.as_ref()[f::SRC]).unwrap_or_default()
+        MacAddr::from_bytes(self.buffer.as_ref().get(f::SRC).unwrap_or(&[])).unwrap_or_default()
     }
     /// True when bytes 12..14 hold the 802.1Q TPID.
     pub fn is_tagged(&self) -> bool {
@@ -213,11 +213,17 @@ impl<T: AsRef<[u8]>> Frame<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
+    /// No effect on a buffer shorter than the header (use `new_checked`).
     pub fn set_dst_addr(&mut self, a: MacAddr) {
-        self.buffer.as_mut()[f::DST].copy_from_slice(&a.0);
+        if let Some(b) = self.buffer.as_mut().get_mut(f::DST) {
+            b.copy_from_slice(&a.0);
+        }
     }
+    /// No effect on a buffer shorter than the header (use `new_checked`).
     pub fn set_src_addr(&mut self, a: MacAddr) {
-        self.buffer.as_mut()[f::SRC].copy_from_slice(&a.0);
+        if let Some(b) = self.buffer.as_mut().get_mut(f::SRC) {
+            b.copy_from_slice(&a.0);
+        }
     }
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let h = self.header_len();
@@ -291,7 +297,9 @@ impl EthernetRepr {
         let h = self.header_len();
         // Cannot fail: `v` holds at least header + payload bytes.
         let _ = self.emit(&mut v);
-        v[h..h + payload.len()].copy_from_slice(payload);
+        if let Some(dst) = v.get_mut(h..h + payload.len()) {
+            dst.copy_from_slice(payload);
+        }
         v
     }
 }
@@ -356,6 +364,19 @@ mod tests {
         t[12] = 0x81;
         t[13] = 0x00;
         assert_eq!(EthernetRepr::parse_frame(&t), Err(Error::Truncated));
+    }
+
+    #[test]
+    fn unchecked_view_of_short_buffer_does_not_panic() {
+        let mut b = [0x81u8, 0x00, 1];
+        let mut f = Frame::new_unchecked(&mut b[..]);
+        assert_eq!(f.dst_addr(), MacAddr::ZERO);
+        assert_eq!(f.src_addr(), MacAddr::ZERO);
+        assert_eq!(f.ethertype(), 0);
+        assert!(f.payload().is_empty());
+        f.set_dst_addr(MacAddr::BROADCAST);
+        f.set_src_addr(MacAddr::BROADCAST);
+        assert!(f.payload_mut().is_empty());
     }
 
     #[test]
