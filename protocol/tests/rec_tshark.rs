@@ -985,3 +985,99 @@ fn ack_nack_err_and_alarm_ack_rta() {
     assert_eq!(p[3].uint("pn_io.error_code"), 0);
     assert_eq!(ack_block.len(), 22);
 }
+
+/// The frames of a simulated alarm exchange between a device-side and a controller-side
+/// [`AlarmEndpoint`] (notification, transport ACK, AlarmAck, transport ACK, second
+/// notification, ..., ERR-RTA) all dissect cleanly with the encoded values.
+#[test]
+fn machine_generated_alarm_exchange() {
+    use pn_protocol::machine::rta::{AlarmEndpoint, AlarmEvent, RtaConfig};
+    use pn_protocol::time::{Duration, Instant};
+    if !pn_testkit::env::require_tshark() {
+        return;
+    }
+    let mut dev = AlarmEndpoint::new(RtaConfig::new(AlarmPriority::Low, 1, 0x8001, 1, 3), false);
+    let mut ctl = AlarmEndpoint::new(RtaConfig::new(AlarmPriority::Low, 0x8001, 1, 1, 3), true);
+    let mut now = Instant::ZERO;
+    dev.notify(
+        diag_alarm(0, alarm_type::DIAGNOSIS, Specifier::Appears),
+        now,
+    )
+    .unwrap();
+    dev.notify(
+        diag_alarm(0, alarm_type::DIAGNOSIS_DISAPPEARS, Specifier::Disappears),
+        now,
+    )
+    .unwrap();
+    let mut sent: Vec<(bool, RtaRepr)> = Vec::new();
+    loop {
+        let mut moved = false;
+        while let Some(tx) = dev.poll_transmit() {
+            ctl.handle(&tx.pdu.to_bytes().unwrap(), now);
+            sent.push((true, tx.pdu));
+            moved = true;
+        }
+        while let Some(tx) = ctl.poll_transmit() {
+            dev.handle(&tx.pdu.to_bytes().unwrap(), now);
+            sent.push((false, tx.pdu));
+            moved = true;
+        }
+        if !moved {
+            break;
+        }
+        now += Duration::from_millis(1);
+    }
+    let acked = std::iter::from_fn(|| dev.poll_event())
+        .filter(|e| matches!(e, AlarmEvent::Acknowledged { .. }))
+        .count();
+    assert_eq!(acked, 2);
+    dev.abort(abort_reason::status(abort_reason::AR_REMOVED));
+    sent.push((true, dev.poll_transmit().unwrap().pdu));
+    // DATA, ACK, DATA(AlarmAck), ACK, twice, then ERR
+    let kinds: Vec<u8> = sent.iter().map(|(_, r)| r.pdu_type.nibble()).collect();
+    assert_eq!(kinds, vec![1, 3, 1, 3, 1, 3, 1, 3, 4]);
+    let frames: Vec<Vec<u8>> = sent
+        .iter()
+        .map(|(from_dev, r)| {
+            let mut f = rta_frame(AlarmPriority::Low, r, true);
+            if !from_dev {
+                f[0..6].copy_from_slice(&DEV_MAC);
+                f[6..12].copy_from_slice(&CTL_MAC);
+            }
+            f
+        })
+        .collect();
+    let p = dissect(&frames);
+    for (pkt, (from_dev, r)) in p.iter().zip(sent.iter()) {
+        assert_eq!(
+            pkt.uint("pn_io.pdu_type.type"),
+            u64::from(r.pdu_type.nibble())
+        );
+        assert_eq!(pkt.uint("pn_io.send_seq_num"), u64::from(r.send_seq));
+        assert_eq!(pkt.uint("pn_io.ack_seq_num"), u64::from(r.ack_seq));
+        let (dst, src) = if *from_dev { (0x8001, 1) } else { (1, 0x8001) };
+        assert_eq!(pkt.uint("pn_io.alarm_dst_endpoint"), dst);
+        assert_eq!(pkt.uint("pn_io.alarm_src_endpoint"), src);
+    }
+    // notification, AlarmAck, notification, AlarmAck
+    assert_eq!(p[0].uint("pn_io.block_type"), 0x0002);
+    assert_eq!(p[2].uint("pn_io.block_type"), 0x8002);
+    assert_eq!(p[4].uint("pn_io.alarm_type"), 0x000C);
+    assert_eq!(p[4].uint("pn_io.alarm_specifier.sequence") & 0x7FF, 1);
+    assert_eq!(p[8].uint("pn_io.error_code2"), 0x11);
+    let seqs: Vec<(u16, u16)> = sent.iter().map(|(_, r)| (r.send_seq, r.ack_seq)).collect();
+    assert_eq!(
+        seqs,
+        vec![
+            (0xFFFF, 0xFFFE),
+            (0xFFFE, 0xFFFF),
+            (0xFFFF, 0xFFFF),
+            (0xFFFF, 0xFFFF),
+            (0x0000, 0xFFFF),
+            (0xFFFF, 0x0000),
+            (0x0000, 0x0000),
+            (0x0000, 0x0000),
+            (0x0001, 0x0000),
+        ]
+    );
+}

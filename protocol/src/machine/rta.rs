@@ -29,7 +29,7 @@
 use std::collections::VecDeque;
 
 use crate::time::{Duration, Instant};
-use crate::wire::pnio::alarm::AlarmPriority;
+use crate::wire::pnio::alarm::{AlarmNotificationRepr, AlarmPdu, AlarmPriority, AlarmSpecifier};
 use crate::wire::pnio::PnioStatus;
 use crate::wire::rta::{
     next_seq, RtaPduType, RtaRepr, FRAME_ID_ALARM_HIGH, FRAME_ID_ALARM_LOW, INITIAL_ACK_SEQ,
@@ -380,6 +380,188 @@ impl RtaMachine {
     /// When [`RtaMachine::poll`] must run next (None when nothing is outstanding).
     pub fn next_deadline(&self) -> Option<Instant> {
         self.outstanding.as_ref().map(|o| o.deadline)
+    }
+}
+
+/// What the alarm layer reports to its owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AlarmEvent {
+    /// An AlarmNotification from the peer (controller side). With `auto_ack` the positive
+    /// AlarmAck is already queued; otherwise answer with [`AlarmEndpoint::acknowledge`].
+    Notification(AlarmNotificationRepr),
+    /// The peer's AlarmAck for our notification (device side).
+    Acknowledged {
+        notification: AlarmNotificationRepr,
+        status: PnioStatus,
+    },
+    /// A DATA VarPart that is not a valid alarm block, or an AlarmAck nobody waited for.
+    /// The standard answers a wrong alarm PDU by aborting the AR (`AR_ALARM_IND_ERROR`).
+    ProtocolError(&'static str),
+    /// Transport retransmissions exhausted: abort the AR.
+    Timeout,
+    /// The peer aborted with an ERR-RTA-PDU.
+    PeerAbort(PnioStatus),
+}
+
+/// The alarm protocol of one AR and priority on top of [`RtaMachine`]: notifications wait for
+/// the peer's AlarmAck before the next one is sent (one alarm outstanding per priority), the
+/// 11-bit AlarmSpecifier sequence number is assigned here, and received notifications can be
+/// acknowledged automatically.
+#[derive(Debug, Clone)]
+pub struct AlarmEndpoint {
+    rta: RtaMachine,
+    auto_ack: bool,
+    next_alarm_seq: u16,
+    awaiting_ack: Option<AlarmNotificationRepr>,
+    pending: VecDeque<AlarmNotificationRepr>,
+    events: VecDeque<AlarmEvent>,
+}
+
+impl AlarmEndpoint {
+    pub fn new(cfg: RtaConfig, auto_ack: bool) -> Self {
+        AlarmEndpoint {
+            rta: RtaMachine::new(cfg),
+            auto_ack,
+            next_alarm_seq: 0,
+            awaiting_ack: None,
+            pending: VecDeque::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    pub fn transport(&self) -> &RtaMachine {
+        &self.rta
+    }
+
+    /// The notification waiting for its AlarmAck, if any.
+    pub fn awaiting_ack(&self) -> Option<&AlarmNotificationRepr> {
+        self.awaiting_ack.as_ref()
+    }
+
+    /// Queue a notification. Its priority is set to the channel's and the SequenceNumber bits
+    /// of its AlarmSpecifier to the next alarm sequence number (0..=0x7FF, wrapping).
+    pub fn notify(&mut self, mut n: AlarmNotificationRepr, now: Instant) -> Result<(), SendError> {
+        if self.rta.is_closed() {
+            return Err(SendError::Closed);
+        }
+        if self.pending.len() >= self.rta.cfg.max_queue {
+            return Err(SendError::QueueFull);
+        }
+        n.priority = self.rta.cfg.priority;
+        n.specifier = AlarmSpecifier((n.specifier.0 & !0x07FF) | self.next_alarm_seq);
+        self.next_alarm_seq = AlarmSpecifier::next_sequence_number(self.next_alarm_seq);
+        self.pending.push_back(n);
+        self.pump(now)
+    }
+
+    fn pump(&mut self, now: Instant) -> Result<(), SendError> {
+        if self.awaiting_ack.is_some() {
+            return Ok(());
+        }
+        let Some(n) = self.pending.pop_front() else {
+            return Ok(());
+        };
+        let bytes = AlarmPdu::Notification(n.clone())
+            .to_bytes()
+            .map_err(|_| SendError::TooLong)?;
+        self.rta.send_alarm(bytes, now)?;
+        self.awaiting_ack = Some(n);
+        Ok(())
+    }
+
+    /// Send an AlarmAck for `n` with `status` (controller side, without `auto_ack`).
+    pub fn acknowledge(
+        &mut self,
+        n: &AlarmNotificationRepr,
+        status: PnioStatus,
+        now: Instant,
+    ) -> Result<(), SendError> {
+        let bytes = AlarmPdu::Ack(n.ack(status))
+            .to_bytes()
+            .map_err(|_| SendError::TooLong)?;
+        self.rta.send_alarm(bytes, now)
+    }
+
+    /// Handle a received RTA-PDU (bytes after the FrameID).
+    pub fn handle(&mut self, rta_pdu: &[u8], now: Instant) -> bool {
+        let used = self.rta.handle(rta_pdu, now);
+        self.drain(now);
+        used
+    }
+
+    /// Run timers.
+    pub fn poll(&mut self, now: Instant) {
+        self.rta.poll(now);
+        self.drain(now);
+    }
+
+    /// Abort the AR with an ERR-RTA-PDU.
+    pub fn abort(&mut self, status: PnioStatus) {
+        self.rta.abort(status);
+        self.awaiting_ack = None;
+        self.pending.clear();
+    }
+
+    fn drain(&mut self, now: Instant) {
+        while let Some(e) = self.rta.poll_event() {
+            match e {
+                RtaEvent::Received(bytes) => match AlarmPdu::parse(&bytes) {
+                    Ok(AlarmPdu::Notification(n)) => {
+                        if n.priority != self.rta.cfg.priority {
+                            self.events
+                                .push_back(AlarmEvent::ProtocolError("alarm priority mismatch"));
+                            continue;
+                        }
+                        if self.auto_ack {
+                            // A full queue only happens when the peer floods us; the missing
+                            // AlarmAck then makes the peer time out, which is the right outcome.
+                            let _ = self.acknowledge(&n, PnioStatus::OK, now);
+                        }
+                        self.events.push_back(AlarmEvent::Notification(n));
+                    }
+                    Ok(AlarmPdu::Ack(a)) => match self.awaiting_ack.take() {
+                        Some(n) if a.acknowledges(&n) => {
+                            self.events.push_back(AlarmEvent::Acknowledged {
+                                notification: n,
+                                status: a.status,
+                            });
+                            let _ = self.pump(now);
+                        }
+                        other => {
+                            self.awaiting_ack = other;
+                            self.events
+                                .push_back(AlarmEvent::ProtocolError("unexpected AlarmAck"));
+                        }
+                    },
+                    Err(_) => self
+                        .events
+                        .push_back(AlarmEvent::ProtocolError("invalid alarm block")),
+                },
+                RtaEvent::Delivered { .. } | RtaEvent::SequenceError { .. } => {}
+                RtaEvent::Timeout { .. } => {
+                    self.awaiting_ack = None;
+                    self.pending.clear();
+                    self.events.push_back(AlarmEvent::Timeout);
+                }
+                RtaEvent::PeerAbort(s) => {
+                    self.awaiting_ack = None;
+                    self.pending.clear();
+                    self.events.push_back(AlarmEvent::PeerAbort(s));
+                }
+            }
+        }
+    }
+
+    pub fn poll_transmit(&mut self) -> Option<RtaTx> {
+        self.rta.poll_transmit()
+    }
+
+    pub fn poll_event(&mut self) -> Option<AlarmEvent> {
+        self.events.pop_front()
+    }
+
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.rta.next_deadline()
     }
 }
 
@@ -770,5 +952,107 @@ mod tests {
             dev.send_alarm(vec![1], now).unwrap();
         }
         assert_eq!(dev.send_alarm(vec![2], now), Err(SendError::QueueFull));
+    }
+    #[test]
+    fn alarm_endpoint_waits_for_alarm_ack_and_numbers_alarms() {
+        let mut dev = AlarmEndpoint::new(
+            RtaConfig::new(AlarmPriority::Low, DEV_REF, CTL_REF, 1, 3),
+            false,
+        );
+        let mut ctl = AlarmEndpoint::new(
+            RtaConfig::new(AlarmPriority::Low, CTL_REF, DEV_REF, 1, 3),
+            true,
+        );
+        let mut now = Instant::from_millis(5);
+        for i in 0..3 {
+            let mut n = notification(0x7FF);
+            n.priority = AlarmPriority::High; // overridden by the channel
+            n.slot = i;
+            dev.notify(n, now).unwrap();
+        }
+        let mut got = Vec::new();
+        let mut acked = Vec::new();
+        for _ in 0..50 {
+            let mut moved = false;
+            while let Some(tx) = dev.poll_transmit() {
+                // Only one notification may be on the wire before its AlarmAck arrived.
+                if tx.pdu.pdu_type == RtaPduType::Data {
+                    assert_eq!(acked.len(), got.len(), "next alarm sent before AlarmAck");
+                }
+                ctl.handle(&tx.pdu.to_bytes().unwrap(), now);
+                moved = true;
+            }
+            while let Some(tx) = ctl.poll_transmit() {
+                dev.handle(&tx.pdu.to_bytes().unwrap(), now);
+                moved = true;
+            }
+            while let Some(e) = ctl.poll_event() {
+                let AlarmEvent::Notification(n) = e else {
+                    panic!("controller event {e:?}")
+                };
+                got.push((n.slot, n.specifier.sequence_number(), n.priority));
+            }
+            while let Some(e) = dev.poll_event() {
+                let AlarmEvent::Acknowledged {
+                    notification,
+                    status,
+                } = e
+                else {
+                    panic!("device event {e:?}")
+                };
+                assert!(status.is_ok());
+                acked.push(notification.slot);
+            }
+            if !moved {
+                break;
+            }
+            now += Duration::from_millis(1);
+        }
+        assert_eq!(
+            got,
+            vec![
+                (0, 0, AlarmPriority::Low),
+                (1, 1, AlarmPriority::Low),
+                (2, 2, AlarmPriority::Low)
+            ]
+        );
+        assert_eq!(acked, vec![0, 1, 2]);
+        assert!(dev.awaiting_ack().is_none());
+    }
+
+    #[test]
+    fn alarm_endpoint_reports_garbage_and_unexpected_acks() {
+        let mut dev = AlarmEndpoint::new(
+            RtaConfig::new(AlarmPriority::Low, DEV_REF, CTL_REF, 1, 3),
+            false,
+        );
+        let now = Instant::ZERO;
+        let garbage = RtaRepr::new(
+            RtaPduType::Data,
+            DEV_REF,
+            CTL_REF,
+            0xFFFF,
+            0xFFFE,
+            vec![1, 2, 3],
+        );
+        dev.handle(&garbage.to_bytes().unwrap(), now);
+        assert_eq!(
+            dev.poll_event(),
+            Some(AlarmEvent::ProtocolError("invalid alarm block"))
+        );
+        let ack = AlarmPdu::Ack(notification(3).ack(PnioStatus::OK))
+            .to_bytes()
+            .unwrap();
+        let stray = RtaRepr::new(RtaPduType::Data, DEV_REF, CTL_REF, 0x0000, 0xFFFE, ack);
+        dev.handle(&stray.to_bytes().unwrap(), now);
+        assert_eq!(
+            dev.poll_event(),
+            Some(AlarmEvent::ProtocolError("unexpected AlarmAck"))
+        );
+        // both DATA PDUs were still transport-ACKed
+        let acks = std::iter::from_fn(|| dev.poll_transmit())
+            .filter(|t| t.pdu.pdu_type == RtaPduType::Ack)
+            .count();
+        assert_eq!(acks, 2);
     }
 }
