@@ -4,7 +4,8 @@
 //! malformed markers and expert warnings/errors, and show the encoded field values.
 
 use pn_protocol::wire::dcp::{
-    self, device_role, qualifier, BlockError, DcpBlock, DcpRepr, DcpValue, NameOfStation,
+    self, device_role, qualifier, BlockError, DcpBlock, DcpDeviceInfo, DcpRepr, DcpValue,
+    NameOfStation,
 };
 use pn_protocol::wire::ethernet::{ethertype, EthernetRepr, MacAddr, VlanTag};
 use pn_protocol::wire::lldp::{self, DeviceLldpConfig, NameOfDeviceMode};
@@ -222,6 +223,22 @@ fn dcp_cases() -> Vec<(DcpRepr, MacAddr, Option<VlanTag>)> {
             DcpValue::AliasName(b"port-002.switch".to_vec()),
         ],
     );
+    let info = DcpDeviceInfo {
+        mac: DEV,
+        ip,
+        mask,
+        gateway: gw,
+        ip_block_info: dcp::ip_block_info::SET,
+        vendor_value: "pn-device".into(),
+        name: Some(name("dev-7")),
+        vendor_id: 0x0493,
+        device_id: 2,
+        role: device_role::IO_DEVICE,
+        instance: Some((0, 1)),
+        oem_id: None,
+        device_initiative: Some(1),
+        aliases: vec![],
+    };
     vec![
         (
             DcpRepr::identify_request_all(0x01000001, 1),
@@ -274,6 +291,16 @@ fn dcp_cases() -> Vec<(DcpRepr, MacAddr, Option<VlanTag>)> {
             None,
         ),
         (hello, MacAddr::DCP_HELLO, None),
+        (info.identify_response(0x51), CTRL, None),
+        (
+            info.get_response(&DcpRepr::get_request(
+                0x52,
+                &[(1, 1), (1, 2), (2, 8), (6, 1), (0x80, 1)],
+            )),
+            CTRL,
+            None,
+        ),
+        (info.hello(0x53), MacAddr::DCP_HELLO, None),
     ]
 }
 
