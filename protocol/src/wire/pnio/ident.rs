@@ -111,6 +111,45 @@ pub(crate) fn emit_apis(w: &mut Writer, apis: &[ApiIdent]) -> Result<()> {
     Ok(())
 }
 
+/// The part of an identification tree a record of the given scope covers: `api` only
+/// (0xF000), `api` + `slot` (0xC001), or `api` + `slot` + `subslot` (0x8001). Modules and
+/// APIs left without a match are dropped; with `api == None` the whole tree is returned.
+pub fn select(
+    apis: &[ApiIdent],
+    api: Option<u32>,
+    slot: Option<u16>,
+    subslot: Option<u16>,
+) -> Vec<ApiIdent> {
+    let Some(api) = api else {
+        return apis.to_vec();
+    };
+    apis.iter()
+        .filter(|a| a.api == api)
+        .map(|a| ApiIdent {
+            api: a.api,
+            modules: a
+                .modules
+                .iter()
+                .filter(|m| slot.map_or(true, |s| m.slot == s))
+                .filter_map(|m| {
+                    let submodules: Vec<SubmoduleIdent> = m
+                        .submodules
+                        .iter()
+                        .filter(|s| subslot.map_or(true, |ss| s.subslot == ss))
+                        .copied()
+                        .collect();
+                    (subslot.is_none() || !submodules.is_empty()).then_some(ModuleIdent {
+                        slot: m.slot,
+                        module_ident: m.module_ident,
+                        submodules,
+                    })
+                })
+                .collect(),
+        })
+        .filter(|a| slot.is_none() || !a.modules.is_empty())
+        .collect()
+}
+
 /// RealIdentificationData or ExpectedIdentificationData.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdentificationDataRepr {
@@ -252,6 +291,27 @@ mod tests {
         let b0 = v0.to_bytes().unwrap();
         assert_eq!(b0.len(), v0.buffer_len());
         assert_eq!(IdentificationDataRepr::parse(&b0).unwrap(), v0);
+    }
+
+    #[test]
+    fn select_by_scope() {
+        let t = sample();
+        assert_eq!(select(&t, None, None, None), t);
+        assert_eq!(select(&t, Some(0), None, None), t);
+        assert!(select(&t, Some(1), None, None).is_empty());
+        let s = select(&t, Some(0), Some(1), None);
+        assert_eq!(s[0].modules.len(), 1);
+        assert_eq!(s[0].modules[0].module_ident, 0x30);
+        let s = select(&t, Some(0), Some(0), Some(0x8000));
+        assert_eq!(
+            s[0].modules[0].submodules,
+            vec![SubmoduleIdent {
+                subslot: 0x8000,
+                submodule_ident: 2
+            }]
+        );
+        assert!(select(&t, Some(0), Some(0), Some(9)).is_empty());
+        assert!(select(&t, Some(0), Some(7), None).is_empty());
     }
 
     #[test]

@@ -303,6 +303,20 @@ impl ImRecord {
         }
     }
 
+    /// The record index this block is read from / written to (0xAFF0 + n for I&Mn, 0xF840
+    /// for the filter data).
+    pub fn record_index(&self) -> u16 {
+        use crate::wire::pnio::record::index;
+        match self {
+            ImRecord::Im0(_) => index::IM0,
+            ImRecord::Im1(_) => index::IM1,
+            ImRecord::Im2(_) => index::IM2,
+            ImRecord::Im3(_) => index::IM3,
+            ImRecord::Im4(_) => index::IM4,
+            ImRecord::Filter(_) => index::IM0_FILTER_DATA,
+        }
+    }
+
     /// Emit the whole block (header + body).
     pub fn emit(&self, w: &mut Writer) -> Result<()> {
         let mut body = Writer::new();
@@ -414,6 +428,12 @@ mod tests {
         let mut nul = b.clone();
         nul[59] = 0;
         assert!(ImRecord::parse(&nul).is_err());
+    }
+
+    #[test]
+    fn record_indices() {
+        assert_eq!(ImRecord::Im1(Im1::default()).record_index(), 0xAFF1);
+        assert_eq!(ImRecord::Im4(Im4::default()).record_index(), 0xAFF4);
     }
 
     #[test]

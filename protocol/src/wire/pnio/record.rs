@@ -723,6 +723,15 @@ impl ReadResponse {
         Ok(ReadResponse { header, data })
     }
 
+    /// The response header alone (RecordDataLength 0), as sent with a negative PNIOStatus
+    /// (e.g. [`rw_error::read`]) in the NDR header of the response (p-net `pf_cmrdr.c`).
+    pub fn empty(req: &ReadReqHeaderRepr) -> Self {
+        ReadResponse {
+            header: ReadResHeaderRepr::answering(req, 0),
+            data: Vec::new(),
+        }
+    }
+
     /// Parse; the data must be exactly `record_data_length` bytes (trailing bytes are an
     /// error, since the NDR array length already bounds the body).
     pub fn parse(buf: &[u8]) -> Result<Self> {
