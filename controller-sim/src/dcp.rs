@@ -283,6 +283,7 @@ impl Controller {
     }
 
     /// Implicit record read (no AR): I&M0, diagnosis, identification data...
+    #[allow(clippy::too_many_arguments)]
     pub fn read_implicit(
         &self,
         ip: Ipv4Addr,

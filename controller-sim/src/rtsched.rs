@@ -57,10 +57,13 @@ pub fn sleep_until(t: Instant) {
 
 /// Apply timer slack 1 ns to the calling thread and the requested real-time options.
 pub fn apply_to_current_thread(opts: RealtimeOptions) -> RealtimeApplied {
-    let mut out = RealtimeApplied::default();
-    // SAFETY: prctl with integer arguments.
-    out.timer_slack_1ns =
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) } == 0;
+    let mut out = RealtimeApplied {
+        // SAFETY: prctl with integer arguments.
+        timer_slack_1ns: unsafe {
+            libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0)
+        } == 0,
+        ..Default::default()
+    };
     if let Some(p) = opts.fifo_priority {
         let param = libc::sched_param {
             sched_priority: p.clamp(1, 99),
