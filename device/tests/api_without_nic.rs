@@ -775,3 +775,97 @@ fn broken_settings_file_is_a_clear_launch_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Api:ApiKey must be a string"));
 }
+
+/// Spec 7 (never a 5xx or a crash on bad input): requests that are not valid HTTP get a 4xx from
+/// the HTTP layer (bare, see docs/decisions.md section 5) and the server keeps serving.
+#[test]
+fn malformed_http_is_rejected_and_server_survives() {
+    if !root() {
+        return;
+    }
+    let d = Daemon::start(DaemonOpts::new(), None);
+    for raw in [
+        &b"GARBAGE\r\n\r\n"[..],
+        b"GET /api/status HTTP/9.9\r\n\r\n",
+        b"POST /api/io HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+        b"POST /api/io HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+        b"\x00\x01\x02\x03\r\n\r\n",
+    ] {
+        let mut s = d.ns.connect().unwrap();
+        let r = raw_request(&mut s, raw).unwrap();
+        assert_eq!(r.status, 400, "{raw:?}");
+        if r.status != 0 && !r.body.is_empty() {
+            assert_track1(&r, r.status);
+        }
+    }
+    assert_eq!(d.req("GET", "/api/info", None).status, 200);
+}
+
+/// Spec 7 (never a 5xx): pseudo-random bodies on every POST endpoint give 200 or 4xx.
+#[test]
+fn random_bodies_never_give_5xx() {
+    if !root() {
+        return;
+    }
+    let d = Daemon::start(DaemonOpts::new(), None);
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let frags = [
+        "{",
+        "}",
+        "\"offset\"",
+        ":",
+        "-1",
+        "1e99",
+        "\"data\"",
+        "\"zz\"",
+        "\"00\"",
+        ",",
+        "[",
+        "]",
+        "null",
+        "true",
+        "\"id\"",
+        "\"mode\"",
+        "\"enable\"",
+        "\"severity\"",
+        "7",
+        "\"slot\"",
+        "\u{00e9}",
+        "\\",
+        "\"",
+        " ",
+        "0",
+    ];
+    for path in [
+        "/api/io",
+        "/api/diag",
+        "/api/alarms/ack",
+        "/api/reset",
+        "/api/high-resolution-timer",
+        "/api/config/reload",
+        "/api/alarms/ack-all",
+    ] {
+        for _ in 0..25 {
+            let n = (next() % 12) as usize;
+            let body: String = (0..n)
+                .map(|_| frags[(next() % frags.len() as u64) as usize])
+                .collect();
+            let r = d.req("POST", path, Some(&body));
+            assert!(
+                r.status == 200 || (400..500).contains(&r.status),
+                "{path} {body:?} -> {}",
+                r.status
+            );
+            if r.status != 200 {
+                assert_track1(&r, r.status);
+            }
+        }
+    }
+    assert_eq!(d.req("GET", "/api/status", None).status, 200);
+}

@@ -1,0 +1,685 @@
+//! A minimal IO controller for the stack tests, built only from `pn-protocol` (and the device
+//! crate's raw-socket wrapper, opened inside the peer namespace): Connect, PrmEnd, answer the
+//! device's ApplicationReady, cyclic output frames with its own absolute-deadline thread,
+//! consume the device's input frames with a data-hold watchdog, RTA alarm acknowledgement,
+//! record Read, Release. Replace by the pn-controller library once that is ready.
+#![allow(dead_code)]
+
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use pn_device::stack::socket::PnSocket;
+use pn_protocol::machine::rta::{RtaConfig, RtaEvent, RtaMachine};
+use pn_protocol::wire::ethernet::{ethertype, EthernetRepr, MacAddr, VlanTag};
+use pn_protocol::wire::field::Writer;
+use pn_protocol::wire::pnio::alarm::{AlarmPdu, AlarmPriority};
+use pn_protocol::wire::pnio::alarm_cr::{AlarmCrBlockReq, AlarmCrProperties, ALARM_CR_TYPE};
+use pn_protocol::wire::pnio::ar::{ar_type, ArBlockReq, ArBlockRes, ArProperties};
+use pn_protocol::wire::pnio::block::blocks;
+use pn_protocol::wire::pnio::control::ControlBlock;
+use pn_protocol::wire::pnio::expected::{
+    DataDescription, ExpectedModule, ExpectedSubmodule, ExpectedSubmoduleBlockReq,
+    SubmoduleProperties,
+};
+use pn_protocol::wire::pnio::iocr::{
+    iocr_type, IoObject, IocrApi, IocrBlockReq, IocrBlockRes, IocrProperties, TagHeader, LT_PNIO,
+};
+use pn_protocol::wire::pnio::record::{ReadReqHeaderRepr, ReadRequest, ReadResponse, RecordAddress};
+use pn_protocol::wire::pnio::PnioStatus;
+use pn_protocol::wire::rpc::{
+    opnum, Drep, PacketType, PnioRequest, PnioResponse, RpcHeader, RpcPacket, Uuid,
+    PNIO_DEVICE_INTERFACE,
+};
+use pn_protocol::wire::rt::{self, ApduStatus, CyclicFrame, DataStatus, FrameId};
+
+pub const DEV_IP: Ipv4Addr = Ipv4Addr::new(192, 168, 77, 2);
+pub const PEER_IP: Ipv4Addr = Ipv4Addr::new(192, 168, 77, 1);
+pub const VENDOR: u16 = 0x0493;
+pub const DEVICE: u16 = 0x0001;
+
+fn run(args: &[&str]) {
+    let out = std::process::Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A second network namespace (the controller side), deleted on drop.
+pub struct PeerNs {
+    pub name: String,
+}
+
+impl PeerNs {
+    pub fn new(tag: &str) -> PeerNs {
+        let name = format!("pnstk-{tag}-{}", std::process::id());
+        let _ = std::process::Command::new("ip").args(["netns", "del", &name]).output();
+        run(&["ip", "netns", "add", &name]);
+        run(&["ip", "-n", &name, "link", "set", "lo", "up"]);
+        PeerNs { name }
+    }
+
+    /// Run `f` on a thread inside this namespace.
+    pub fn in_ns<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let path = format!("/var/run/netns/{}", self.name);
+        std::thread::spawn(move || {
+            let fns = std::fs::File::open(&path).expect("open netns");
+            // SAFETY: setns on this thread only.
+            let rc = unsafe { libc::setns(fns.as_raw_fd(), libc::CLONE_NEWNET) };
+            assert_eq!(rc, 0, "setns");
+            f()
+        })
+        .join()
+        .expect("ns thread")
+    }
+
+    pub fn set_link(&self, dev: &str, up: bool) {
+        run(&["ip", "-n", &self.name, "link", "set", dev, if up { "up" } else { "down" }]);
+    }
+}
+
+impl Drop for PeerNs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .output();
+    }
+}
+
+/// Create the veth pair `dev_nic` (in `dev_ns`) <-> `peer_nic` (in `peer_ns`) with addresses.
+pub fn wire_up(dev_ns: &str, dev_nic: &str, peer: &PeerNs, peer_nic: &str) {
+    run(&[
+        "ip", "-n", dev_ns, "link", "add", dev_nic, "type", "veth", "peer", "name", peer_nic,
+        "netns", &peer.name,
+    ]);
+    run(&["ip", "-n", dev_ns, "addr", "add", "192.168.77.2/24", "dev", dev_nic]);
+    run(&["ip", "-n", &peer.name, "addr", "add", "192.168.77.1/24", "dev", peer_nic]);
+    run(&["ip", "-n", dev_ns, "link", "set", dev_nic, "up"]);
+    run(&["ip", "-n", &peer.name, "link", "set", peer_nic, "up"]);
+}
+
+/// Runtime configuration XML for the tests: DAP + slot 1 with 4 bytes each way.
+pub fn write_config(path: &std::path::Path, nic: &str, send_clock_ms: u16) {
+    let xml = format!(
+        r#"<PnDeviceConfiguration>
+  <StationName>stack-dev</StationName><DeviceName>pn-device</DeviceName>
+  <VendorID>0x0493</VendorID><DeviceID>0x0001</DeviceID>
+  <Identification><OrderId>ORDER-1</OrderId><SerialNumber>SN-42</SerialNumber>
+    <HardwareRevision>3</HardwareRevision><SoftwareRevision>V1.2.3</SoftwareRevision>
+    <ProductName>test product</ProductName></Identification>
+  <Network><InterfaceName>{nic}</InterfaceName></Network>
+  <IpAddress>192.168.77.2</IpAddress><SubnetMask>255.255.255.0</SubnetMask><Gateway>0.0.0.0</Gateway>
+  <SendClock>{send_clock_ms}</SendClock>
+  <SlotLayout>
+    <Module Slot="0" ModuleIdentNumber="1">
+      <Submodule Subslot="1" SubmoduleIdentNumber="1"/>
+      <Submodule Subslot="0x8000" SubmoduleIdentNumber="2"/>
+      <Submodule Subslot="0x8001" SubmoduleIdentNumber="3"/>
+    </Module>
+    <Module Slot="1" ModuleIdentNumber="0x30">
+      <Submodule Subslot="1" SubmoduleIdentNumber="1" InputLength="4" OutputLength="4"/>
+    </Module>
+  </SlotLayout>
+</PnDeviceConfiguration>"#
+    );
+    std::fs::write(path, xml).unwrap();
+}
+
+fn random_uuid() -> Uuid {
+    let mut b = [0u8; 16];
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    b[..16].copy_from_slice(&t.to_le_bytes());
+    b[15] ^= std::process::id() as u8;
+    b[6] = (b[6] & 0x0F) | 0x40;
+    b[8] = (b[8] & 0x3F) | 0x80;
+    Uuid::from_bytes(b)
+}
+
+/// Cyclic parameters of a connect.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    pub send_clock_factor: u16,
+    pub reduction_ratio: u16,
+    pub data_hold_factor: u16,
+}
+
+impl Timing {
+    pub fn period(&self) -> Duration {
+        Duration::from_nanos(
+            u64::from(self.send_clock_factor) * u64::from(self.reduction_ratio) * 31_250,
+        )
+    }
+    pub fn dht(&self) -> Duration {
+        self.period() * u32::from(self.data_hold_factor)
+    }
+}
+
+/// State of the peer's cyclic exchange, shared with its threads.
+#[derive(Default)]
+pub struct CyclicState {
+    pub stop: AtomicBool,
+    /// Watchdog armed (first device frame seen and not disarmed).
+    pub armed: AtomicBool,
+    pub rx_frames: AtomicU64,
+    pub tx_frames: AtomicU64,
+    pub watchdog_trips: AtomicU64,
+    pub max_gap_us: AtomicU64,
+    pub last_rx: Mutex<Option<Instant>>,
+    /// Latest C_SDU received from the device.
+    pub last_sdu: Mutex<Vec<u8>>,
+    pub last_status: Mutex<Option<ApduStatus>>,
+    /// Output data (4 bytes) the peer sends to the device's slot 1.
+    pub out_data: Mutex<[u8; 4]>,
+    /// Alarm notifications received (alarm type, specifier sequence).
+    pub alarms: Mutex<Vec<(u16, u16)>>,
+    pub alarm_acks_sent: AtomicU64,
+}
+
+/// The test controller.
+pub struct Peer {
+    pub sock: Arc<PnSocket>,
+    pub udp: UdpSocket,
+    pub mac: [u8; 6],
+    pub dev_mac: [u8; 6],
+    pub activity: Uuid,
+    pub seq: u32,
+    pub ar_uuid: Uuid,
+    pub session_key: u16,
+    pub input_frame_id: u16,
+    pub output_frame_id: u16,
+    pub timing: Timing,
+    pub state: Arc<CyclicState>,
+    pub rta: Arc<Mutex<RtaMachine>>,
+    pub threads: Vec<std::thread::JoinHandle<()>>,
+    pub app_ready_seen: bool,
+}
+
+impl Peer {
+    /// Open the sockets inside `ns` on `nic`.
+    pub fn open(ns: &PeerNs, nic: &str, timing: Timing) -> Peer {
+        let nic = nic.to_string();
+        let (sock, udp) = ns.in_ns(move || {
+            let s = PnSocket::open(&nic).expect("peer raw socket");
+            let u = UdpSocket::bind((PEER_IP, 34964)).expect("peer udp");
+            (s, u)
+        });
+        let mac = sock.mac();
+        Peer {
+            sock: Arc::new(sock),
+            udp,
+            mac,
+            dev_mac: [0; 6],
+            activity: random_uuid(),
+            seq: 0,
+            ar_uuid: random_uuid(),
+            session_key: 1,
+            input_frame_id: 0,
+            output_frame_id: 0,
+            timing,
+            state: Arc::new(CyclicState::default()),
+            rta: Arc::new(Mutex::new(RtaMachine::new(RtaConfig::new(
+                AlarmPriority::Low,
+                3,
+                1,
+                1,
+                3,
+            )))),
+            threads: Vec::new(),
+            app_ready_seen: false,
+        }
+    }
+
+    fn dev_addr() -> SocketAddr {
+        SocketAddr::from((DEV_IP, 34964))
+    }
+
+    /// Answer an ApplicationReady request from the device; returns true if `pkt` was one.
+    fn maybe_app_ready(&mut self, pkt: &RpcPacket, from: SocketAddr) -> bool {
+        let h = &pkt.header;
+        if h.packet_type != PacketType::Request || h.opnum != opnum::CONTROL {
+            return false;
+        }
+        let Ok(req) = PnioRequest::parse(&pkt.body, h.drep) else {
+            return false;
+        };
+        let Some(cb) = blocks(&req.data)
+            .filter_map(|b| b.ok())
+            .find_map(|b| ControlBlock::parse(&b).ok())
+        else {
+            return false;
+        };
+        let mut w = Writer::new();
+        cb.response().emit(&mut w).unwrap();
+        let body = PnioResponse::to_request(&req, PnioStatus::OK, w.into_inner())
+            .emit(h.drep)
+            .unwrap();
+        let p = RpcPacket::new(RpcHeader::response_to(h), body).emit().unwrap();
+        self.udp.send_to(&p, from).unwrap();
+        if cb.ar_uuid == self.ar_uuid {
+            self.app_ready_seen = true;
+        }
+        true
+    }
+
+    /// One RPC call to the device (answers ApplicationReady requests meanwhile).
+    pub fn call(&mut self, op: u16, data: Vec<u8>) -> PnioResponse {
+        self.seq += 1;
+        let h = RpcHeader::request(
+            Drep::LITTLE_ENDIAN,
+            Uuid::pnio_object(1, DEVICE, VENDOR),
+            PNIO_DEVICE_INTERFACE,
+            self.activity,
+            self.seq,
+            op,
+        );
+        let body = PnioRequest::new(4096, data).emit(Drep::LITTLE_ENDIAN).unwrap();
+        let pkt = RpcPacket::new(h, body).emit().unwrap();
+        self.udp
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut next_send = Instant::now();
+        let mut buf = vec![0u8; 65536];
+        loop {
+            assert!(Instant::now() < deadline, "RPC opnum {op}: no response");
+            if Instant::now() >= next_send {
+                self.udp.send_to(&pkt, Self::dev_addr()).unwrap();
+                next_send = Instant::now() + Duration::from_secs(1);
+            }
+            let Ok((n, from)) = self.udp.recv_from(&mut buf) else {
+                continue;
+            };
+            let Ok(p) = RpcPacket::parse(&buf[..n]) else {
+                continue;
+            };
+            if self.maybe_app_ready(&p, from) {
+                continue;
+            }
+            if p.header.packet_type == PacketType::Response
+                && p.header.activity == self.activity
+                && p.header.sequence == self.seq
+            {
+                assert!(!p.header.is_fragment(), "fragmented response not expected here");
+                return PnioResponse::parse(&p.body, p.header.drep).expect("PNIO response");
+            }
+            assert!(
+                !matches!(p.header.packet_type, PacketType::Reject | PacketType::Fault),
+                "RPC opnum {op} rejected: {:?}",
+                p.body
+            );
+        }
+    }
+
+    /// Wait for the device's ApplicationReady and answer it.
+    pub fn wait_app_ready(&mut self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        let mut buf = vec![0u8; 65536];
+        self.udp
+            .set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        while !self.app_ready_seen {
+            assert!(Instant::now() < deadline, "no ApplicationReady from the device");
+            if let Ok((n, from)) = self.udp.recv_from(&mut buf) {
+                if let Ok(p) = RpcPacket::parse(&buf[..n]) {
+                    self.maybe_app_ready(&p, from);
+                }
+            }
+        }
+    }
+
+    /// The connect request blocks for the test layout.
+    pub fn connect_blocks(&self) -> Vec<u8> {
+        let t = self.timing;
+        let mut w = Writer::new();
+        ArBlockReq {
+            version: (1, 0),
+            ar_type: ar_type::IOCAR,
+            ar_uuid: self.ar_uuid,
+            session_key: self.session_key,
+            cm_initiator_mac: self.mac,
+            cm_initiator_object_uuid: Uuid::pnio_object(1, 0x0002, VENDOR),
+            properties: ArProperties(ArProperties::STATE_ACTIVE | ArProperties::STARTUP_MODE_ADVANCED),
+            cm_initiator_activity_timeout_factor: 100,
+            cm_initiator_udp_rt_port: 0x8892,
+            cm_initiator_station_name: "test-plc".into(),
+        }
+        .emit(&mut w)
+        .unwrap();
+        let obj = |slot, subslot, frame_offset| IoObject {
+            slot,
+            subslot,
+            frame_offset,
+        };
+        let iocr = |ty, reference, objs, iocs| IocrBlockReq {
+            version: (1, 0),
+            iocr_type: ty,
+            iocr_reference: reference,
+            lt: LT_PNIO,
+            properties: IocrProperties(IocrProperties::RT_CLASS_1),
+            data_length: 40,
+            frame_id: 0xFFFF,
+            send_clock_factor: t.send_clock_factor,
+            reduction_ratio: t.reduction_ratio,
+            phase: 1,
+            sequence: 0,
+            frame_send_offset: 0xFFFF_FFFF,
+            watchdog_factor: t.data_hold_factor,
+            data_hold_factor: t.data_hold_factor,
+            tag_header: TagHeader::new(0, 6),
+            multicast_mac: [0; 6],
+            apis: vec![IocrApi {
+                api: 0,
+                io_data_objects: objs,
+                iocs,
+            }],
+        };
+        // Input CR (device -> controller): DAP IOPS at 0..2, slot 1 data 3..7 + IOPS 7,
+        // IOCS of slot 1's output part at 8.
+        iocr(
+            iocr_type::INPUT,
+            1,
+            vec![obj(0, 1, 0), obj(0, 0x8000, 1), obj(0, 0x8001, 2), obj(1, 1, 3)],
+            vec![obj(1, 1, 8)],
+        )
+        .emit(&mut w)
+        .unwrap();
+        // Output CR (controller -> device): slot 1 data 0..4 + IOPS 4, IOCS 5..8.
+        iocr(
+            iocr_type::OUTPUT,
+            2,
+            vec![obj(1, 1, 0)],
+            vec![obj(0, 1, 5), obj(0, 0x8000, 6), obj(0, 0x8001, 7), obj(1, 1, 8)],
+        )
+        .emit(&mut w)
+        .unwrap();
+        AlarmCrBlockReq {
+            version: (1, 0),
+            alarm_cr_type: ALARM_CR_TYPE,
+            lt: LT_PNIO,
+            properties: AlarmCrProperties(0),
+            rta_timeout_factor: 1,
+            rta_retries: 3,
+            local_alarm_reference: 3,
+            max_alarm_data_length: 200,
+            tag_header_high: TagHeader::new(0, 6),
+            tag_header_low: TagHeader::new(0, 5),
+        }
+        .emit(&mut w)
+        .unwrap();
+        let sub = |subslot, ident, props: u16, descriptions| ExpectedSubmodule {
+            subslot,
+            submodule_ident: ident,
+            properties: SubmoduleProperties(props),
+            descriptions,
+        };
+        ExpectedSubmoduleBlockReq {
+            version: (1, 0),
+            modules: vec![
+                ExpectedModule {
+                    api: 0,
+                    slot: 0,
+                    module_ident: 1,
+                    module_properties: 0,
+                    submodules: vec![
+                        sub(1, 1, SubmoduleProperties::TYPE_NO_IO, vec![DataDescription::input(0)]),
+                        sub(0x8000, 2, SubmoduleProperties::TYPE_NO_IO, vec![DataDescription::input(0)]),
+                        sub(0x8001, 3, SubmoduleProperties::TYPE_NO_IO, vec![DataDescription::input(0)]),
+                    ],
+                },
+                ExpectedModule {
+                    api: 0,
+                    slot: 1,
+                    module_ident: 0x30,
+                    module_properties: 0,
+                    submodules: vec![sub(
+                        1,
+                        1,
+                        SubmoduleProperties::TYPE_INPUT_OUTPUT,
+                        vec![DataDescription::input(4), DataDescription::output(4)],
+                    )],
+                },
+            ],
+        }
+        .emit(&mut w)
+        .unwrap();
+        w.into_inner()
+    }
+
+    /// Connect; returns the response (asserts OK) and starts the cyclic threads.
+    pub fn connect(&mut self) -> PnioResponse {
+        let data = self.connect_blocks();
+        let r = self.call(opnum::CONNECT, data);
+        assert!(r.status.is_ok(), "connect refused: {}", r.status);
+        for b in blocks(&r.data) {
+            let b = b.expect("response block");
+            match b.block_type() {
+                0x8101 => self.dev_mac = ArBlockRes::parse(&b).unwrap().cm_responder_mac,
+                0x8102 => {
+                    let res = IocrBlockRes::parse(&b).unwrap();
+                    if res.iocr_type == iocr_type::INPUT {
+                        self.input_frame_id = res.frame_id;
+                    } else {
+                        self.output_frame_id = res.frame_id;
+                    }
+                }
+                _ => {}
+            }
+        }
+        assert_ne!(self.input_frame_id, 0);
+        assert_ne!(self.output_frame_id, 0);
+        self.start_cyclic();
+        r
+    }
+
+    pub fn prm_end(&mut self) -> PnioResponse {
+        let mut w = Writer::new();
+        ControlBlock::prm_end_req(self.ar_uuid, self.session_key)
+            .emit(&mut w)
+            .unwrap();
+        let r = self.call(opnum::CONTROL, w.into_inner());
+        assert!(r.status.is_ok(), "PrmEnd: {}", r.status);
+        r
+    }
+
+    /// Full start-up: Connect, PrmEnd, ApplicationReady.
+    pub fn establish(&mut self) {
+        self.connect();
+        self.prm_end();
+        self.wait_app_ready(Duration::from_secs(10));
+    }
+
+    pub fn release(&mut self) -> PnioResponse {
+        self.state.armed.store(false, Ordering::Release);
+        let mut w = Writer::new();
+        ControlBlock::release_req(self.ar_uuid, self.session_key)
+            .emit(&mut w)
+            .unwrap();
+        self.call(opnum::RELEASE, w.into_inner())
+    }
+
+    /// Record read with the AR (opnum Read).
+    pub fn read(&mut self, slot: u16, subslot: u16, index: u16) -> (PnioStatus, Vec<u8>) {
+        let req = ReadRequest::new(ReadReqHeaderRepr {
+            seq_number: self.seq as u16,
+            ar_uuid: self.ar_uuid.0,
+            address: RecordAddress::new(0, slot, subslot, index),
+            record_data_length: 4096,
+            target_ar_uuid: [0; 16],
+        });
+        let r = self.call(opnum::READ, req.to_bytes().unwrap());
+        let data = ReadResponse::parse(&r.data).map(|x| x.data).unwrap_or_default();
+        (r.status, data)
+    }
+
+    /// Start the cyclic sender and the receiver threads.
+    pub fn start_cyclic(&mut self) {
+        self.stop_cyclic();
+        self.state = Arc::new(CyclicState::default());
+        let st = self.state.clone();
+        let sock = self.sock.clone();
+        let eth = EthernetRepr {
+            dst: MacAddr(self.dev_mac),
+            src: MacAddr(self.mac),
+            vlan: Some(VlanTag::RT_CYCLIC),
+            ethertype: ethertype::PROFINET,
+        };
+        let (ofid, period) = (self.output_frame_id, self.timing.period());
+        let step = self.timing.send_clock_factor * self.timing.reduction_ratio;
+        self.threads.push(std::thread::spawn(move || {
+            // SAFETY: prctl with an integer argument, this thread only.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+            let mut buf = [0u8; 128];
+            let mut counter: u16 = 0;
+            let mut next = Instant::now();
+            while !st.stop.load(Ordering::Acquire) {
+                let mut sdu = [0u8; 9];
+                sdu[..4].copy_from_slice(&*st.out_data.lock().unwrap());
+                sdu[4..9].fill(0x80);
+                counter = counter.wrapping_add(step);
+                let status = ApduStatus {
+                    cycle_counter: counter,
+                    data_status: DataStatus::RUNNING,
+                    transfer_status: 0,
+                };
+                let n = rt::build_cyclic_frame(&mut buf, &eth, FrameId(ofid), &sdu, status).unwrap();
+                if sock.send(&buf[..n]).is_ok() {
+                    st.tx_frames.fetch_add(1, Ordering::Relaxed);
+                }
+                next += period;
+                let now = Instant::now();
+                if next > now {
+                    std::thread::sleep(next - now);
+                } else {
+                    next = now; // no catch-up burst
+                }
+            }
+        }));
+        let st = self.state.clone();
+        let sock = self.sock.clone();
+        let rta = self.rta.clone();
+        let (ifid, dht) = (self.input_frame_id, self.timing.dht());
+        let (mac, dev_mac) = (self.mac, self.dev_mac);
+        self.threads.push(std::thread::spawn(move || {
+            let mut buf = vec![0u8; 1600];
+            let t0 = Instant::now();
+            let now_p = || pn_protocol::time::Instant::from_nanos(t0.elapsed().as_nanos() as u64);
+            let eth_low = EthernetRepr {
+                dst: MacAddr(dev_mac),
+                src: MacAddr(mac),
+                vlan: Some(VlanTag::RT_ALARM_LOW),
+                ethertype: ethertype::PROFINET,
+            };
+            while !st.stop.load(Ordering::Acquire) {
+                let got = sock.recv(&mut buf, Some(Duration::from_millis(2))).ok().flatten();
+                let now = Instant::now();
+                if let Some(n) = got {
+                    if let Ok((e, payload)) = EthernetRepr::parse_frame(&buf[..n]) {
+                        if e.ethertype == ethertype::PROFINET {
+                            let fid = rt::frame_id(payload).map(|f| f.0).unwrap_or(0);
+                            if fid == ifid {
+                                if let Ok(f) = CyclicFrame::with_c_sdu_len(payload, 40) {
+                                    let mut last = st.last_rx.lock().unwrap();
+                                    if let Some(prev) = *last {
+                                        let gap = now.duration_since(prev);
+                                        st.max_gap_us.fetch_max(gap.as_micros() as u64, Ordering::Relaxed);
+                                    }
+                                    *last = Some(now);
+                                    st.armed.store(true, Ordering::Release);
+                                    *st.last_sdu.lock().unwrap() = f.c_sdu().to_vec();
+                                    *st.last_status.lock().unwrap() = Some(f.apdu_status());
+                                    st.rx_frames.fetch_add(1, Ordering::Relaxed);
+                                }
+                            } else if fid == 0xFE01 || fid == 0xFC01 {
+                                rta.lock().unwrap().handle(&payload[2..], now_p());
+                            }
+                        }
+                    }
+                }
+                // Peer watchdog.
+                if st.armed.load(Ordering::Acquire) {
+                    let last = *st.last_rx.lock().unwrap();
+                    if let Some(l) = last {
+                        if now.duration_since(l) > dht {
+                            st.watchdog_trips.fetch_add(1, Ordering::Relaxed);
+                            st.armed.store(false, Ordering::Release);
+                        }
+                    }
+                }
+                // Alarms: acknowledge notifications.
+                let mut m = rta.lock().unwrap();
+                m.poll(now_p());
+                while let Some(ev) = m.poll_event() {
+                    if let RtaEvent::Received(block) = ev {
+                        if let Ok(AlarmPdu::Notification(n)) = AlarmPdu::parse(&block) {
+                            st.alarms
+                                .lock()
+                                .unwrap()
+                                .push((n.alarm_type, n.specifier.sequence_number()));
+                            let ack = AlarmPdu::Ack(n.ack(PnioStatus::OK)).to_bytes().unwrap();
+                            let _ = m.send_alarm(ack, now_p());
+                            st.alarm_acks_sent.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+                while let Some(tx) = m.poll_transmit() {
+                    let _ = sock.send(&eth_low.build(&tx.rt_payload()));
+                }
+            }
+        }));
+    }
+
+    pub fn stop_cyclic(&mut self) {
+        self.state.stop.store(true, Ordering::Release);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+
+    /// Latest Q bytes (slot 1 data, C_SDU 3..7) seen in the device's frames.
+    pub fn device_data(&self) -> Vec<u8> {
+        let s = self.state.last_sdu.lock().unwrap();
+        s.get(3..7).map(|x| x.to_vec()).unwrap_or_default()
+    }
+
+    /// New AR identity for a reconnect.
+    pub fn new_ar(&mut self) {
+        self.ar_uuid = random_uuid();
+        self.session_key = self.session_key.wrapping_add(1);
+        self.rta = Arc::new(Mutex::new(RtaMachine::new(RtaConfig::new(
+            AlarmPriority::Low,
+            3,
+            1,
+            1,
+            3,
+        ))));
+        self.app_ready_seen = false;
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        self.stop_cyclic();
+    }
+}
+
+/// Poll `f` every 20 ms until it returns `Some`, or panic after `timeout`.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
