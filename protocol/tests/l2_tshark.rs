@@ -272,6 +272,33 @@ fn dcp_cases() -> Vec<(DcpRepr, MacAddr, Option<VlanTag>)> {
         (DcpRepr::set_ip(0x43, ip, mask, gw, true), DEV, None),
         (DcpRepr::set_signal(0x44), DEV, None),
         (
+            DcpRepr::set_request(
+                0x47,
+                vec![
+                    DcpBlock::with_qualifier(DcpValue::Start, 0),
+                    DcpBlock::with_qualifier(
+                        DcpValue::IpParameter {
+                            ip,
+                            mask,
+                            gateway: gw,
+                        },
+                        qualifier::TEMPORARY,
+                    ),
+                    DcpBlock::with_qualifier(DcpValue::Stop, 0),
+                ],
+            ),
+            DEV,
+            None,
+        ),
+        (
+            DcpRepr::set_request(
+                0x48,
+                vec![DcpBlock::with_qualifier(DcpValue::FactoryReset, 0)],
+            ),
+            DEV,
+            None,
+        ),
+        (
             DcpRepr::set_reset_to_factory(0x45, qualifier::RESET_COMMUNICATION_PARAMETER),
             DEV,
             None,
@@ -452,7 +479,7 @@ fn check_blocks(r: &DcpRepr, p: &Packet, ctx: &str) {
                     "{ctx}"
                 )
             }
-            DcpValue::ResetToFactory => {
+            DcpValue::ResetToFactory | DcpValue::FactoryReset => {
                 assert_eq!(
                     p.uint("pn_dcp.block_qualifier_reset"),
                     u64::from(b.prefix),
@@ -487,12 +514,12 @@ fn check_blocks(r: &DcpRepr, p: &Packet, ctx: &str) {
         assert_eq!(uints("pn_dcp.option"), options, "{ctx}");
     }
     if !qualifiers.is_empty() {
-        // Control blocks other than ResetToFactory show their qualifier as block_qualifier;
-        // ResetToFactory is checked above.
+        // Blocks other than ResetToFactory/FactoryReset show their qualifier as
+        // block_qualifier; those two are checked above (block_qualifier_reset).
         let q: Vec<u64> = r
             .blocks
             .iter()
-            .filter(|b| !matches!(b.value, DcpValue::ResetToFactory))
+            .filter(|b| !matches!(b.value, DcpValue::ResetToFactory | DcpValue::FactoryReset))
             .map(|b| u64::from(b.prefix))
             .collect();
         assert_eq!(uints("pn_dcp.block_qualifier"), q, "{ctx}");
