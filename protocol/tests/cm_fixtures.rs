@@ -26,7 +26,7 @@ struct RpcFrame {
 fn rpc_frames() -> Vec<RpcFrame> {
     fixtures::all()
         .into_iter()
-        .filter(|f| is_rpc(f))
+        .filter(is_rpc)
         .map(|f| RpcFrame {
             name: f.name,
             frame: f.bytes,

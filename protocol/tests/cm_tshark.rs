@@ -222,7 +222,7 @@ fn connect_request() -> ConnectRequest {
         data_length: 40,
         frame_id: fid,
         send_clock_factor: 32,
-        reduction_ratio: 4 * u16::from(t),
+        reduction_ratio: 4 * t,
         phase: 1,
         sequence: 0,
         frame_send_offset: 0xFFFF_FFFF,
