@@ -504,3 +504,55 @@ fn ack_and_err_values() {
     let r = rta("icsnpp-alarm-low-err-rta-release-versamax.hex");
     assert_eq!((r.dst_endpoint, r.src_endpoint), (0x8001, 0x8001));
 }
+
+/// Truncations and single-byte corruptions of every real record and alarm payload never make
+/// the decoders panic (and a corrupted PDU that still parses re-emits without error).
+#[test]
+fn corrupted_real_payloads_never_panic() {
+    let frames = all_frames();
+    let mut payloads: Vec<Vec<u8>> = Vec::new();
+    for f in &frames {
+        if let Ok(udp) = UdpFrame::parse(&f.bytes) {
+            if let Ok(pkt) = RpcPacket::parse(udp.payload) {
+                if pkt.header.is_fragment() {
+                    continue;
+                }
+                if let Some((_, _, _, data)) = record_data(&pkt) {
+                    payloads.push(data);
+                }
+            }
+        }
+    }
+    for (_, (_, rest)) in alarm_frames(&frames) {
+        payloads.push(rest);
+    }
+    assert!(payloads.len() > 30);
+    let mut checked = 0usize;
+    for p in &payloads {
+        for cut in 0..p.len() {
+            let _ = RecordPdu::parse(&p[..cut]);
+            let _ = RtaRepr::parse(&p[..cut]);
+            let _ = AlarmPdu::parse(&p[..cut]);
+        }
+        // flip every byte position of the first 160 bytes (headers and lengths live there)
+        for i in 0..p.len().min(160) {
+            for x in [0x01u8, 0x80, 0xFF] {
+                let mut q = p.clone();
+                q[i] ^= x;
+                if let Ok(r) = RecordPdu::parse(&q) {
+                    let _ = r.to_bytes();
+                }
+                if let Ok(r) = RtaRepr::parse(&q) {
+                    let _ = r.to_bytes();
+                    if let Some(Ok(a)) = r.alarm() {
+                        let _ = a.to_bytes();
+                    }
+                }
+                let _ = parse_diagnosis_record(&q);
+                let _ = im::parse_filter_record(&q);
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 1000);
+}
