@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use pn_device::api;
 use pn_device::config::Settings;
-use pn_device::dataplane::{DataPlane, RawSocketPlane};
+use pn_device::dataplane::DataPlane;
 use pn_device::runtime::{Runtime, VERSION};
 use tracing::{error, info, warn};
 
@@ -166,7 +166,7 @@ async fn run(args: Args, settings: Settings) -> ExitCode {
             settings.sim_control_socket.clone(),
         ))
     } else {
-        Arc::new(RawSocketPlane::default())
+        Arc::new(pn_device::stack::ProfinetPlane::new())
     };
     let config_path = args
         .config

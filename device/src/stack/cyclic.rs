@@ -303,7 +303,15 @@ static MLOCK_WARNED: AtomicBool = AtomicBool::new(false);
 
 /// Try SCHED_FIFO for the calling thread; returns whether it was granted.
 fn try_sched_fifo() -> bool {
-    let param = libc::sched_param { sched_priority: 60 };
+    try_sched_fifo_prio(60)
+}
+
+/// Try SCHED_FIFO with `prio` for the calling thread (the receive thread uses a lower priority
+/// than the provider); warns once per process when not permitted.
+pub fn try_sched_fifo_prio(prio: i32) -> bool {
+    let param = libc::sched_param {
+        sched_priority: prio,
+    };
     // SAFETY: plain syscall on the calling thread with a valid parameter.
     let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
     if rc != 0 {

@@ -26,6 +26,7 @@ pub mod ar;
 pub mod cm;
 pub mod cyclic;
 pub mod dcp;
+pub mod l2;
 pub mod link;
 pub mod lldp;
 pub mod llmnr;
@@ -167,6 +168,9 @@ fn rx_loop(
     ctl: mpsc::Sender<CtlMsg>,
 ) {
     let mut buf = vec![0u8; 1600];
+    // The consumer feeds the data-hold watchdog of the real-time thread: it must not starve
+    // behind ordinary threads, so it runs SCHED_FIFO too (below the provider) where permitted.
+    cyclic::try_sched_fifo_prio(50);
     while !stop.load(Ordering::Acquire) {
         let Some(n) = link.recv(&mut buf, Duration::from_millis(50)) else {
             continue;

@@ -538,6 +538,7 @@ impl Peer {
         self.threads.push(std::thread::spawn(move || {
             // SAFETY: prctl with an integer argument, this thread only.
             unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+            fifo(60);
             let mut buf = [0u8; 128];
             let mut counter: u16 = 0;
             let mut next = Instant::now();
@@ -570,6 +571,7 @@ impl Peer {
         let (ifid, dht) = (self.input_frame_id, self.timing.dht());
         let (mac, dev_mac) = (self.mac, self.dev_mac);
         self.threads.push(std::thread::spawn(move || {
+            fifo(50);
             let mut buf = vec![0u8; 1600];
             let t0 = Instant::now();
             let now_p = || pn_protocol::time::Instant::from_nanos(t0.elapsed().as_nanos() as u64);
@@ -670,6 +672,16 @@ impl Drop for Peer {
     fn drop(&mut self) {
         self.stop_cyclic();
     }
+}
+
+/// SCHED_FIFO for the calling peer thread (the tests run as root), as a real controller's
+/// cyclic task would have.
+fn fifo(prio: i32) {
+    let p = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: plain syscall on the calling thread.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
 }
 
 /// Poll `f` every 20 ms until it returns `Some`, or panic after `timeout`.
