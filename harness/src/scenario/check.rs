@@ -112,6 +112,19 @@ pub fn substitute_json(
     vars: &std::collections::BTreeMap<String, Json>,
 ) -> Result<Json, String> {
     Ok(match v {
+        // A string that is exactly one variable takes the variable's JSON value (and type).
+        Json::String(s)
+            if s.starts_with("${")
+                && s.ends_with('}')
+                && s[2..s.len() - 1]
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '_') =>
+        {
+            let name = &s[2..s.len() - 1];
+            vars.get(name)
+                .cloned()
+                .ok_or_else(|| format!("`${{{name}}}` was not saved by an earlier step"))?
+        }
         Json::String(s) => Json::String(substitute(s, vars)?),
         Json::Array(a) => Json::Array(
             a.iter()

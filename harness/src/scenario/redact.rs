@@ -8,6 +8,7 @@ use serde_json::Value as Json;
 const TIME_FIELDS: &[&str] = &[
     "timestamp",
     "occurredAt",
+    "lastOccurredAt",
     "uptimeS",
     "uptimeMs",
     "uptime",
@@ -22,10 +23,7 @@ fn is_counter(key: &str) -> bool {
     key.starts_with("rx")
         || key.starts_with("tx")
         || key.starts_with("stack")
-        || matches!(
-            key,
-            "droppedFrames" | "invalidFrames" | "count" | "lastError"
-        )
+        || matches!(key, "droppedFrames" | "invalidFrames" | "lastError")
 }
 
 fn looks_like_mac(s: &str) -> bool {

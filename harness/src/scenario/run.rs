@@ -162,6 +162,7 @@ impl Run<'_> {
                 every_ms,
             } => {
                 let path = substitute(path, &self.vars)?;
+                let until = subst_matchers(until, &self.vars)?;
                 let deadline = Instant::now() + Duration::from_millis(*within_ms);
                 loop {
                     let resp = self.call_raw("GET", &path, None, &KeyChoice::Configured, &[])?;
@@ -243,7 +244,8 @@ impl Run<'_> {
                 resp.text()
             )
         })?;
-        let fails = check_all(&v, c.assert.iter());
+        let matchers = subst_matchers(&c.assert, &self.vars)?;
+        let fails = check_all(&v, matchers.iter());
         if !fails.is_empty() {
             return Err(format!(
                 "{} {path}: {}; response {v}",
@@ -273,6 +275,29 @@ impl Run<'_> {
         }
         Ok(())
     }
+}
+
+/// Substitute saved variables into the expected values of matchers.
+fn subst_matchers(
+    m: &BTreeMap<String, Matcher>,
+    vars: &BTreeMap<String, Json>,
+) -> Result<BTreeMap<String, Matcher>, String> {
+    m.iter()
+        .map(|(k, v)| {
+            let v = match v {
+                Matcher::Equals(j) => Matcher::Equals(substitute_json(j, vars)?),
+                Matcher::NotEquals(j) => Matcher::NotEquals(substitute_json(j, vars)?),
+                Matcher::Contains(s) => Matcher::Contains(substitute(s, vars)?),
+                Matcher::OneOf(js) => Matcher::OneOf(
+                    js.iter()
+                        .map(|j| substitute_json(j, vars))
+                        .collect::<Result<_, _>>()?,
+                ),
+                other => other.clone(),
+            };
+            Ok((k.clone(), v))
+        })
+        .collect()
 }
 
 /// The snapshot holds the HTTP status too, so a changed status fails as well.
