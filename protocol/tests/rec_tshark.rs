@@ -434,6 +434,19 @@ fn read_response_real_identification_data() {
         uints(&p, "pn_io.submodule_ident_number"),
         vec![1, 2, 3, 0x130]
     );
+
+    // ExpectedIdentificationData (0x0012) has the same layout.
+    let mut expected = ident.clone();
+    expected.block_type = pn_protocol::wire::pnio::ident::block_type::EXPECTED_IDENTIFICATION_DATA;
+    let data = expected.to_bytes().unwrap();
+    let req = read_req(index::AR_EXPECTED_IDENTIFICATION_DATA, 0, 0);
+    let (_, p) = read_pair(&req, PnioStatus::OK, data, Drep::BIG_ENDIAN);
+    assert!(uints(&p, "pn_io.block_type").contains(&0x0012));
+    assert_eq!(uints(&p, "pn_io.module_ident_number"), vec![1, 0x30]);
+    assert_eq!(
+        uints(&p, "pn_io.submodule_ident_number"),
+        vec![1, 2, 3, 0x130]
+    );
 }
 
 #[test]

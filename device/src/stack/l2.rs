@@ -1,0 +1,526 @@
+//! The L2 services of the device composed on one thread (`pn-l2`): DCP responder, LLDP agent,
+//! applying DCP-assigned IP addresses, and the SNMP and LLMNR responders (own threads).
+//!
+//! Wiring (done by the plane in `mod.rs`):
+//! * the raw receive thread passes every DCP frame (FrameID 0xFEFC..=0xFEFF) and every LLDP
+//!   frame (EtherType 0x88CC) to [`L2Services::on_frame`] (a copy into a channel: the receive
+//!   thread never waits for DCP work);
+//! * the link monitor passes every change to [`L2Services::on_link`];
+//! * the connection manager reports AR establishment/release with
+//!   [`L2Services::set_ar_active`] (DCP Set rules) and receives AR aborts requested by DCP
+//!   through the `on_abort` callback given to [`L2Services::start`];
+//! * `StackCommand::Reset` goes to [`L2Services::reset`];
+//! * [`L2Services::status`] feeds `GET /api/diag` extras (neighbour, link speed, MAU type).
+//!
+//! Frames are sent through the `send` callback (the plane's raw socket).
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use pn_protocol::time::Instant;
+use pn_protocol::wire::ethernet::MacAddr;
+use serde::Serialize;
+use tracing::{info, warn};
+
+use crate::dataplane::{EventSink, Im0Config, StackConfig, StackEvent};
+
+use super::dcp::{self, DcpEvent, DcpIdentity, DcpResponder};
+use super::link::LinkInfo;
+use super::lldp::{self, LldpAgent, LldpNeighbour};
+use super::llmnr::{self, LlmnrIdentity, LlmnrServer};
+use super::snmp::{self, SnmpServer, SystemInfo};
+
+/// What the L2 services need.
+#[derive(Debug, Clone)]
+pub struct L2Config {
+    pub nic: String,
+    pub ifindex: u32,
+    /// Current values (effective name/IP, MAC, ids).
+    pub identity: DcpIdentity,
+    /// Target of DCP ResetToFactory: (name, ip, mask, gateway) of the configuration.
+    pub configured: (String, Ipv4Addr, Ipv4Addr, Ipv4Addr),
+    pub im0: Im0Config,
+    /// SNMP agent address (`None` = off). Default 0.0.0.0:161.
+    pub snmp: Option<SocketAddr>,
+    /// LLMNR port (`None` = off). Default 5355.
+    pub llmnr: Option<u16>,
+    /// Configure the effective IP on the NIC at start (when not 0.0.0.0) and every DCP IP.
+    pub apply_ip: bool,
+}
+
+impl L2Config {
+    /// From the plane's start configuration. The reset target is the effective values (see
+    /// docs/protocol-notes/device-l2.md: the runtime should send `StackCommand::Reset` with
+    /// the configured values after a DCP reset).
+    pub fn from_stack_config(cfg: &StackConfig, mac: [u8; 6], ifindex: u32) -> L2Config {
+        L2Config {
+            nic: cfg.nic.clone(),
+            ifindex,
+            identity: DcpIdentity {
+                mac: MacAddr(mac),
+                station_name: cfg.station_name.clone(),
+                device_vendor: cfg.device_name.clone(),
+                vendor_id: cfg.vendor_id,
+                device_id: cfg.device_id,
+                ip: cfg.ip,
+                mask: cfg.mask,
+                gateway: cfg.gateway,
+                device_instance: (0, 1),
+                device_initiative: false,
+            },
+            configured: (cfg.station_name.clone(), cfg.ip, cfg.mask, cfg.gateway),
+            im0: cfg.im0.clone(),
+            snmp: Some(snmp::default_addr()),
+            llmnr: Some(llmnr::PORT),
+            apply_ip: true,
+        }
+    }
+}
+
+/// Status of the L2 services (extra fields of `GET /api/diag`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct L2Status {
+    pub station_name: String,
+    pub ip: String,
+    pub link_speed_mbps: Option<u32>,
+    pub link_full_duplex: Option<bool>,
+    pub mau_type: u16,
+    pub mau_type_substituted: bool,
+    pub lldp_neighbour: Option<LldpNeighbour>,
+    pub lldp_tx_frames: u64,
+    pub dcp_rx_requests: u64,
+    pub dcp_tx_responses: u64,
+    pub dcp_signal_count: u64,
+    /// Result of the last IP application ("" = none yet).
+    pub ip_apply_message: String,
+    /// SNMP / LLMNR responder state ("running on ..." or why not).
+    pub snmp: String,
+    pub llmnr: String,
+}
+
+enum Msg {
+    Frame(Vec<u8>),
+    Link(LinkInfo),
+    ArActive(bool),
+    Reset(String, Ipv4Addr, Ipv4Addr, Ipv4Addr),
+    Stop,
+}
+
+#[derive(Default)]
+struct Counters {
+    lldp_tx: AtomicU64,
+    dcp_rx: AtomicU64,
+    dcp_tx: AtomicU64,
+    signals: AtomicU64,
+}
+
+/// The running L2 services.
+pub struct L2Services {
+    tx: mpsc::Sender<Msg>,
+    status: Arc<Mutex<L2Status>>,
+    counters: Arc<Counters>,
+    thread: Option<JoinHandle<()>>,
+    _snmp: Option<SnmpServer>,
+    _llmnr: Option<LlmnrServer>,
+}
+
+fn mono_now(t0: std::time::Instant) -> Instant {
+    Instant::from_nanos(t0.elapsed().as_nanos() as u64)
+}
+
+/// Is this frame for the L2 services (DCP FrameID or LLDP EtherType)? Cheap check for the
+/// receive thread.
+pub fn wants(frame: &[u8]) -> bool {
+    let at = |i: usize| {
+        frame
+            .get(i..i + 2)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]))
+    };
+    let (et, fid) = match at(12) {
+        Some(0x8100) => (at(16), at(18)),
+        et => (et, at(14)),
+    };
+    match et {
+        Some(0x88cc) => true,
+        Some(0x8892) => matches!(fid, Some(0xfefc..=0xfeff)),
+        _ => false,
+    }
+}
+
+struct Worker {
+    cfg: L2Config,
+    dcp: DcpResponder,
+    lldp: LldpAgent,
+    send: Arc<dyn Fn(&[u8]) -> bool + Send + Sync>,
+    events: EventSink,
+    on_abort: Arc<dyn Fn(&'static str) + Send + Sync>,
+    status: Arc<Mutex<L2Status>>,
+    counters: Arc<Counters>,
+    sys: Arc<Mutex<SystemInfo>>,
+    llmnr_id: Arc<Mutex<LlmnrIdentity>>,
+    /// Address this service put on the NIC.
+    applied: Option<(Ipv4Addr, Ipv4Addr)>,
+    link: LinkInfo,
+}
+
+impl Worker {
+    fn send(&self, f: &[u8]) -> bool {
+        (self.send)(f)
+    }
+
+    fn publish(&mut self, now: Instant) {
+        let id = self.dcp.identity().clone();
+        if let Ok(mut s) = self.sys.lock() {
+            s.name = id.station_name.clone();
+        }
+        if let Ok(mut l) = self.llmnr_id.lock() {
+            l.name = id.station_name.clone();
+            l.ip = id.ip;
+        }
+        let neighbour = self.lldp.neighbour(now);
+        if let Ok(mut s) = self.status.lock() {
+            s.station_name = id.station_name;
+            s.ip = id.ip.to_string();
+            s.link_speed_mbps = self.link.speed_mbps;
+            s.link_full_duplex = self.link.full_duplex;
+            s.mau_type = self.link.mau_type;
+            s.mau_type_substituted = self.link.mau_substituted;
+            s.lldp_neighbour = neighbour;
+            s.lldp_tx_frames = self.counters.lldp_tx.load(Ordering::Relaxed);
+            s.dcp_rx_requests = self.counters.dcp_rx.load(Ordering::Relaxed);
+            s.dcp_tx_responses = self.counters.dcp_tx.load(Ordering::Relaxed);
+            s.dcp_signal_count = self.counters.signals.load(Ordering::Relaxed);
+        }
+    }
+
+    fn apply(&mut self, ip: Ipv4Addr, mask: Ipv4Addr, gw: Ipv4Addr) -> Result<(), String> {
+        if !self.cfg.apply_ip {
+            return Ok(());
+        }
+        let r = dcp::apply_ip(&self.cfg.nic, self.applied, ip, mask, gw);
+        let text = match &r {
+            Ok(m) => {
+                info!("DCP IP: {m}");
+                m.clone()
+            }
+            Err(e) => {
+                warn!("DCP IP: {e}");
+                e.clone()
+            }
+        };
+        if let Ok(mut s) = self.status.lock() {
+            s.ip_apply_message = text;
+        }
+        if r.is_ok() {
+            self.applied = (!ip.is_unspecified()).then_some((ip, mask));
+        }
+        r.map(|_| ())
+    }
+
+    fn handle_events(&mut self, evs: Vec<DcpEvent>, now: Instant) {
+        for ev in evs {
+            let applied = match &ev {
+                DcpEvent::IpAssigned {
+                    ip, mask, gateway, ..
+                } => {
+                    let r = self.apply(*ip, *mask, *gateway);
+                    self.lldp.set_ip(*ip, now);
+                    Some(r)
+                }
+                DcpEvent::NameAssigned { name, .. } => {
+                    self.lldp.set_station_name(name, now);
+                    None
+                }
+                DcpEvent::Signal => {
+                    self.counters.signals.fetch_add(1, Ordering::Relaxed);
+                    info!("DCP Signal: flash requested");
+                    None
+                }
+                DcpEvent::ResetToFactory { .. } => {
+                    let id = self.dcp.identity().clone();
+                    if self.applied.is_some() || !id.ip.is_unspecified() {
+                        let _ = self.apply(id.ip, id.mask, id.gateway);
+                    }
+                    self.lldp.set_station_name(&id.station_name, now);
+                    self.lldp.set_ip(id.ip, now);
+                    None
+                }
+                DcpEvent::AbortArs { reason } => {
+                    (self.on_abort)(reason);
+                    None
+                }
+            };
+            if let Some(se) = ev.to_stack_event(applied) {
+                let _ = self.events.send(se);
+            }
+        }
+        self.publish(now);
+    }
+
+    fn on_frame(&mut self, frame: &[u8], now: Instant) {
+        if let Some(changed) = self.lldp.on_frame(frame, now) {
+            if changed {
+                let aliases = self.lldp.aliases(now);
+                self.dcp.set_aliases(aliases);
+            }
+            self.publish(now);
+            return;
+        }
+        let out = self.dcp.on_frame(frame, now);
+        if out.handled {
+            self.counters.dcp_rx.fetch_add(1, Ordering::Relaxed);
+        }
+        for f in &out.frames {
+            if self.send(f) {
+                self.counters.dcp_tx.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if !out.events.is_empty() {
+            self.handle_events(out.events, now);
+        }
+    }
+
+    fn poll(&mut self, now: Instant) {
+        for f in self.dcp.poll(now) {
+            if self.send(&f) {
+                self.counters.dcp_tx.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if let Some(f) = self.lldp.poll(now) {
+            if self.send(&f) {
+                self.counters.lldp_tx.fetch_add(1, Ordering::Relaxed);
+            }
+            self.publish(now);
+        }
+        // Expire the neighbour (and its alias) with its TTL.
+        let aliases = self.lldp.aliases(now);
+        self.dcp.set_aliases(aliases);
+    }
+
+    fn run(mut self, rx: mpsc::Receiver<Msg>, t0: std::time::Instant) {
+        let now = mono_now(t0);
+        self.publish(now);
+        loop {
+            let now = mono_now(t0);
+            self.poll(now);
+            let deadline = [self.dcp.next_deadline(), self.lldp.next_deadline()]
+                .into_iter()
+                .flatten()
+                .min();
+            // Wake at least every second (neighbour expiry, status refresh).
+            let wait = deadline
+                .map(|d| d.saturating_since(mono_now(t0)))
+                .map(std::time::Duration::from)
+                .unwrap_or(std::time::Duration::from_secs(1))
+                .min(std::time::Duration::from_secs(1));
+            match rx.recv_timeout(wait) {
+                Ok(Msg::Frame(f)) => self.on_frame(&f, mono_now(t0)),
+                Ok(Msg::Link(l)) => {
+                    let now = mono_now(t0);
+                    self.lldp.set_link(&l, now);
+                    self.link = l;
+                    if !self.link.up {
+                        self.dcp.set_aliases(Vec::new());
+                    }
+                    self.publish(now);
+                }
+                Ok(Msg::ArActive(on)) => self.dcp.set_ar_active(on),
+                Ok(Msg::Reset(n, i, m, g)) => {
+                    let now = mono_now(t0);
+                    self.dcp.reset_to(&n, i, m, g);
+                    let _ = self.apply(i, m, g);
+                    self.lldp.set_station_name(&n, now);
+                    self.lldp.set_ip(i, now);
+                    self.publish(now);
+                }
+                Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+}
+
+impl L2Services {
+    /// Start the services. `send` transmits one complete Ethernet frame; `events` receives the
+    /// DCP events; `on_abort` is called (on the `pn-l2` thread) when DCP requires every AR to
+    /// be aborted (station name changed or reset while connected). Must be called from a
+    /// thread in the daemon's network namespace (the threads and sockets inherit it).
+    pub fn start(
+        cfg: L2Config,
+        link: LinkInfo,
+        send: Arc<dyn Fn(&[u8]) -> bool + Send + Sync>,
+        events: EventSink,
+        on_abort: Arc<dyn Fn(&'static str) + Send + Sync>,
+    ) -> std::io::Result<L2Services> {
+        let t0 = std::time::Instant::now();
+        let now = mono_now(t0);
+        let id = cfg.identity.clone();
+        let (cn, ci, cm, cg) = cfg.configured.clone();
+        let dcp = DcpResponder::new(id.clone(), now).with_configured(&cn, ci, cm, cg);
+        let mut lldp = LldpAgent::new(id.mac, &id.station_name, id.ip, &cfg.im0, cfg.ifindex, now);
+        lldp.set_link(&link, now);
+        let status = Arc::new(Mutex::new(L2Status::default()));
+        let sys = Arc::new(Mutex::new(SystemInfo {
+            descr: lldp::system_description(&cfg.im0),
+            contact: String::new(),
+            name: id.station_name.clone(),
+            location: String::new(),
+        }));
+        let llmnr_id = Arc::new(Mutex::new(LlmnrIdentity {
+            name: id.station_name.clone(),
+            ip: id.ip,
+        }));
+        let snmp_srv = match cfg.snmp {
+            None => {
+                set(&status, |s| s.snmp = "off".into());
+                None
+            }
+            Some(a) => match SnmpServer::spawn(a, sys.clone()) {
+                Ok(s) => {
+                    set(&status, |st| {
+                        st.snmp = format!("running on udp {}", s.local_addr())
+                    });
+                    Some(s)
+                }
+                Err(e) => {
+                    warn!("SNMP agent not started on {a}: {e}");
+                    set(&status, |st| st.snmp = format!("not started on {a}: {e}"));
+                    None
+                }
+            },
+        };
+        let llmnr_srv = match cfg.llmnr {
+            None => {
+                set(&status, |s| s.llmnr = "off".into());
+                None
+            }
+            Some(p) => match LlmnrServer::spawn(p, cfg.ifindex, llmnr_id.clone()) {
+                Ok(s) => {
+                    set(&status, |st| {
+                        st.llmnr = format!("running on udp {}", s.local_addr())
+                    });
+                    Some(s)
+                }
+                Err(e) => {
+                    warn!("LLMNR responder not started on port {p}: {e}");
+                    set(&status, |st| {
+                        st.llmnr = format!("not started on port {p}: {e}")
+                    });
+                    None
+                }
+            },
+        };
+        let counters = Arc::new(Counters::default());
+        let mut worker = Worker {
+            cfg,
+            dcp,
+            lldp,
+            send,
+            events,
+            on_abort,
+            status: status.clone(),
+            counters: counters.clone(),
+            sys,
+            llmnr_id,
+            applied: None,
+            link,
+        };
+        if worker.cfg.apply_ip && !id.ip.is_unspecified() {
+            // The effective IP (configured or persisted permanent DCP IP) goes on the NIC.
+            let _ = worker.apply(id.ip, id.mask, id.gateway);
+        }
+        let (tx, rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("pn-l2".into())
+            .spawn(move || worker.run(rx, t0))?;
+        Ok(L2Services {
+            tx,
+            status,
+            counters,
+            thread: Some(thread),
+            _snmp: snmp_srv,
+            _llmnr: llmnr_srv,
+        })
+    }
+
+    /// A received DCP or LLDP frame (copied; never blocks).
+    pub fn on_frame(&self, frame: &[u8]) {
+        let _ = self.tx.send(Msg::Frame(frame.to_vec()));
+    }
+
+    pub fn on_link(&self, link: LinkInfo) {
+        let _ = self.tx.send(Msg::Link(link));
+    }
+
+    pub fn set_ar_active(&self, on: bool) {
+        let _ = self.tx.send(Msg::ArActive(on));
+    }
+
+    /// `StackCommand::Reset`: take these values as current (and apply the IP).
+    pub fn reset(&self, name: &str, ip: Ipv4Addr, mask: Ipv4Addr, gw: Ipv4Addr) {
+        let _ = self.tx.send(Msg::Reset(name.to_string(), ip, mask, gw));
+    }
+
+    pub fn status(&self) -> L2Status {
+        let mut s = self.status.lock().map(|s| s.clone()).unwrap_or_default();
+        s.lldp_tx_frames = self.counters.lldp_tx.load(Ordering::Relaxed);
+        s.dcp_rx_requests = self.counters.dcp_rx.load(Ordering::Relaxed);
+        s.dcp_tx_responses = self.counters.dcp_tx.load(Ordering::Relaxed);
+        s.dcp_signal_count = self.counters.signals.load(Ordering::Relaxed);
+        s
+    }
+
+    /// Stop every thread (also on drop).
+    pub fn stop(&mut self) {
+        let _ = self.tx.send(Msg::Stop);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self._snmp = None;
+        self._llmnr = None;
+    }
+}
+
+impl Drop for L2Services {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn set(s: &Arc<Mutex<L2Status>>, f: impl FnOnce(&mut L2Status)) {
+    if let Ok(mut g) = s.lock() {
+        f(&mut g);
+    }
+}
+
+/// Convenience for events of the link monitor: the `StackEvent` the runtime expects.
+pub fn link_event(link: &LinkInfo) -> StackEvent {
+    StackEvent::LinkChanged { up: link.up }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wants_dcp_and_lldp_only() {
+        let mut f = vec![0u8; 60];
+        f[12..14].copy_from_slice(&[0x88, 0x92]);
+        f[14..16].copy_from_slice(&[0xfe, 0xfe]);
+        assert!(wants(&f));
+        f[14..16].copy_from_slice(&[0x80, 0x00]);
+        assert!(!wants(&f));
+        f[12..14].copy_from_slice(&[0x88, 0xcc]);
+        assert!(wants(&f));
+        let mut t = vec![0u8; 60];
+        t[12..14].copy_from_slice(&[0x81, 0x00]);
+        t[16..18].copy_from_slice(&[0x88, 0x92]);
+        t[18..20].copy_from_slice(&[0xfe, 0xfd]);
+        assert!(wants(&t));
+        assert!(!wants(&[0u8; 10]));
+    }
+}
