@@ -460,6 +460,8 @@ fn control_and_release() {
                 m.other.iter().map(|b| b.block_type()).collect::<Vec<_>>(),
                 vec![0x8104]
             );
+            let md = m.module_diff().unwrap().unwrap();
+            assert!(!md.apis.is_empty(), "{name}");
         } else {
             assert!(m.other.is_empty(), "{name}");
         }

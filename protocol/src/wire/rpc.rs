@@ -991,8 +991,8 @@ impl FackBody {
 
 /// Split `body` into CL packets of at most `max_body` body bytes each.
 ///
-/// A body that fits in one packet yields one packet with `header.flags1` minus the FRAG and
-/// LAST_FRAG bits. Otherwise every packet carries FRAG, fragment number and serial number
+/// A body that fits in one packet yields one packet with `header.flags1` minus the FRAG bit
+/// (LAST_FRAG is kept as given: Siemens devices answer unfragmented calls with flags1 0x0a). Otherwise every packet carries FRAG, fragment number and serial number
 /// 0, 1, 2, ...; the last one also carries LAST_FRAG and NO_FACK (the reply acknowledges it);
 /// the others carry NO_FACK only when `request_fack` is false (the Write in fixture
 /// `icsnpp-write-req-frag0-irt` requests a FACK for fragment 0: flags1 0x24, then 0x2e).
@@ -1009,7 +1009,7 @@ pub fn fragment(
     let base_flags = header.flags1 & !(flags1::FRAG | flags1::LAST_FRAG | flags1::NO_FACK);
     if body.len() <= max_body {
         let mut h = *header;
-        h.flags1 = header.flags1 & !(flags1::FRAG | flags1::LAST_FRAG);
+        h.flags1 = header.flags1 & !flags1::FRAG;
         h.fragment_num = 0;
         h.fragment_len = body.len() as u16;
         return Ok(vec![RpcPacket::new(h, body.to_vec())]);

@@ -412,6 +412,21 @@ impl ControlMessage {
         Ok(ControlMessage { control, other })
     }
 
+    /// The ModuleDiffBlock among the other blocks, if any (a device may append one to its
+    /// ApplicationReady request, e.g. the VersaMax in fixture `icsnpp-appready-req-versamax`).
+    pub fn module_diff(&self) -> Option<Result<ModuleDiffBlock>> {
+        let raw = self
+            .other
+            .iter()
+            .find(|b| b.block_type() == module_diff::BLOCK_TYPE)?;
+        let mut w = Writer::new();
+        if let Err(e) = raw.emit(&mut w) {
+            return Some(Err(e));
+        }
+        let bytes = w.into_inner();
+        Some(BlockView::new_checked(&bytes).and_then(|v| ModuleDiffBlock::parse(&v)))
+    }
+
     /// The positive response (control block [`ControlBlock::response`], no other blocks).
     pub fn response(&self) -> ControlMessage {
         ControlMessage::new(self.control.response())
