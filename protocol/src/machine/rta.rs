@@ -944,6 +944,35 @@ mod tests {
     }
 
     #[test]
+    fn duplicate_data_is_re_acked_not_re_delivered() {
+        let (mut dev, mut ctl) = pair(3);
+        let now = Instant::ZERO;
+        dev.send_alarm(vec![0xAB], now).unwrap();
+        let data = dev.poll_transmit().unwrap().pdu.to_bytes().unwrap();
+        assert!(ctl.handle(&data, now));
+        assert!(ctl.handle(&data, now));
+        let acks: Vec<RtaRepr> = std::iter::from_fn(|| ctl.poll_transmit())
+            .map(|t| t.pdu)
+            .collect();
+        assert_eq!(acks.len(), 2);
+        assert!(acks
+            .iter()
+            .all(|a| a.pdu_type == RtaPduType::Ack && a.ack_seq == 0xFFFF));
+        assert_eq!(ctl.poll_event(), Some(RtaEvent::Received(vec![0xAB])));
+        assert_eq!(ctl.poll_event(), None);
+        assert_eq!(ctl.stats().duplicates, 1);
+        // the second ACK is harmless for the sender
+        for a in &acks {
+            dev.handle(&a.to_bytes().unwrap(), now);
+        }
+        assert_eq!(
+            dev.poll_event(),
+            Some(RtaEvent::Delivered { send_seq: 0xFFFF })
+        );
+        assert_eq!(dev.poll_event(), None);
+    }
+
+    #[test]
     fn queue_is_bounded() {
         let (mut dev, _) = pair(3);
         let now = Instant::ZERO;
