@@ -635,11 +635,10 @@ impl Runtime {
                 )
             }
         };
-        let probe = probe.map(|info| {
+        if let Ok(info) = &probe {
             // Until the plane's link monitor reports, the probe's view of the link is current.
             self.lock().link_up = info.link.up;
-            info
-        });
+        }
         if let Err(e) = probe {
             error!("start refused: data plane probe failed: {e}");
             let mut sh = self.lock();
@@ -782,6 +781,8 @@ impl Runtime {
         sh.connected = false;
         sh.error_code = 0;
         sh.status_message.clear();
+        // Link alarms only matter while the slave runs.
+        sh.alarms.clear_prefix("link:");
         info!("slave stopped (was {})", was.as_str());
         Self::start_stop_body(
             true,

@@ -869,3 +869,36 @@ fn random_bodies_never_give_5xx() {
     }
     assert_eq!(d.req("GET", "/api/status", None).status, 200);
 }
+
+/// Spec 5.1 / 8: the service listens on 127.0.0.1 only: another address of the host (here a
+/// veth address inside the namespace) is not reachable; `--dev-port` changes only the port.
+#[test]
+fn spec_5_1_listens_on_loopback_only() {
+    if !root() {
+        return;
+    }
+    let d = Daemon::start(DaemonOpts::new(), Some("lb0"));
+    std::process::Command::new("ip")
+        .args(["-n", &d.ns.name, "addr", "add", "10.77.0.1/24", "dev", "lb0"])
+        .status()
+        .unwrap();
+    let other = d.ns.in_ns(|| std::net::TcpStream::connect(("10.77.0.1", PORT)).is_ok());
+    assert!(!other, "must not listen on a non-loopback address");
+    assert_eq!(d.req("GET", "/api/info", None).status, 200);
+    // development port override: still loopback only
+    let ns = Netns::new();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("s.json"), r#"{"Runtime":{"AutoStart":false}}"#).unwrap();
+    let mut child = std::process::Command::new("ip")
+        .args(["netns", "exec", &ns.name, BIN, "--dev-port", "18999", "--settings"])
+        .arg(dir.path().join("s.json"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let ok = wait_for("dev port", Duration::from_secs(10), || {
+        ns.in_ns(|| std::net::TcpStream::connect(("127.0.0.1", 18999)).ok()).map(|_| true)
+    });
+    assert!(ok);
+    let _ = child.kill();
+    let _ = child.wait();
+}
