@@ -959,6 +959,32 @@ pub struct WriteResponse {
 }
 
 impl WriteResponse {
+    /// The response to `req` with one status per record (one for a single write, one per
+    /// inner record for a MultipleWrite, in order). The outer header carries the first
+    /// negative status (or OK) and echoes the request's RecordDataLength; put the same
+    /// [`WriteResponse::overall_status`] into the NDR header of the RPC response.
+    pub fn answering(req: &WriteRequest, statuses: &[PnioStatus]) -> Result<Self> {
+        let recs = req.records();
+        if statuses.len() != recs.len() {
+            return Err(Error::Malformed("one status per written record expected"));
+        }
+        let first_error = statuses
+            .iter()
+            .copied()
+            .find(|s| !s.is_ok())
+            .unwrap_or(PnioStatus::OK);
+        let header = WriteResHeaderRepr::answering(&req.header, first_error);
+        let records = if req.is_multiple() {
+            recs.iter()
+                .zip(statuses)
+                .map(|((h, _), s)| WriteResHeaderRepr::answering(h, *s))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(WriteResponse { header, records })
+    }
+
     pub fn parse(buf: &[u8]) -> Result<Self> {
         let header = WriteResHeaderRepr::parse(&header_of(buf)?)?;
         let mut records = Vec::new();
@@ -1147,6 +1173,33 @@ mod tests {
         assert_eq!(&b[44..48], &[0xDF, 0x80, 0xB6, 0x00]);
         assert_eq!(WriteResponse::parse(&b).unwrap(), res);
         assert_eq!(res.overall_status().error_code1, 0xB6);
+    }
+
+    #[test]
+    fn write_response_answering() {
+        let rec = |seq, n: usize| WriteRecord {
+            header: WriteReqHeaderRepr {
+                seq_number: seq,
+                ar_uuid: AR,
+                address: RecordAddress::new(0, 1, 1, 0x10),
+                record_data_length: n as u32,
+            },
+            data: vec![0; n],
+        };
+        let req = WriteRequest::multiple(4, AR, vec![rec(5, 3), rec(6, 4)]).unwrap();
+        let bad = rw_error::write(rw_error::ACC_WRITE_LENGTH_ERROR, 0);
+        let res = WriteResponse::answering(&req, &[PnioStatus::OK, bad]).unwrap();
+        assert_eq!(res.header.status, bad);
+        assert_eq!(res.header.record_data_length, req.header.record_data_length);
+        assert_eq!(res.records.len(), 2);
+        assert_eq!(res.records[1].seq_number, 6);
+        assert_eq!(res.records[1].status, bad);
+        assert_eq!(res.overall_status(), bad);
+        assert!(WriteResponse::answering(&req, &[PnioStatus::OK]).is_err());
+        let single =
+            WriteRequest::single(1, AR, RecordAddress::new(0, 0, 1, index::IM1), vec![1]).unwrap();
+        let res = WriteResponse::answering(&single, &[PnioStatus::OK]).unwrap();
+        assert!(res.records.is_empty() && res.overall_status().is_ok());
     }
 
     #[test]
