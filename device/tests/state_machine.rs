@@ -391,14 +391,22 @@ fn sim_spec_3_rule_3_fingerprint_reuse_and_teardown() {
     d.post_empty("/api/start");
     d.post_empty("/api/stop");
     d.post_empty("/api/start");
-    d.post_empty("/api/stop");
     d.post("/api/io", json!({"offset": 0, "data": "a1a2a3a4"}));
+    // reload while running: accepted, sizes unchanged until the next fresh start (spec 4 rule 4)
     let xml = d.path("c.xml");
     write_config(&xml, "pn-device", None, 2, 3);
-    d.post(
+    let r = d.post(
         "/api/config/reload",
         json!({"path": xml.display().to_string()}),
     );
+    assert_eq!(r["ok"], true);
+    assert_eq!(d.status()["state"], "Initialized");
+    let io = d.get("/api/io");
+    assert_eq!(
+        (io["inputLength"].as_i64(), io["outputLength"].as_i64()),
+        (Some(32), Some(32))
+    );
+    d.post_empty("/api/stop");
     d.post_empty("/api/start");
     let cmds = d.sim(json!({"cmd": "commands"}))["commands"].clone();
     let cmds: Vec<String> = serde_json::from_value(cmds).unwrap();
