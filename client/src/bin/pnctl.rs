@@ -73,7 +73,7 @@ enum Cmd {
     Write {
         address: String,
         /// The value (bool: 1/0/true/false/on/off; integers decimal or 0x hex; floats).
-        #[arg(required_unless_present = "hex")]
+        #[arg(required_unless_present = "hex", allow_negative_numbers = true)]
         value: Option<String>,
         /// Value type (default from the address form).
         #[arg(long = "type", short = 't', conflicts_with = "hex")]
@@ -513,7 +513,11 @@ async fn run(cli: Cli, out: &Out) -> Result<u8, Error> {
                 pd.write_value(&addr, v).await?;
                 shown = v.to_string();
             }
-            let r = pd.flush().await?;
+            // The background flusher may have sent it already; its answer is then the last one.
+            let r = match pd.flush().await? {
+                Some(r) => Some(r),
+                None => pd.last_write().await,
+            };
             Ok(print_write(out, &addr.to_string(), &shown, r.as_ref()))
         }
         Cmd::Watch {
