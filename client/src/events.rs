@@ -53,7 +53,7 @@ pub struct Link {
 
 /// One observed change.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "event", rename_all = "camelCase")]
+#[serde(tag = "event", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum Event {
     /// First successful poll: the starting point.
     Initial {
@@ -313,5 +313,11 @@ mod tests {
         let j = serde_json::to_value(&out[1]).unwrap();
         assert_eq!(j["event"], "state");
         assert_eq!(j["to"], "DataExchange");
+        let j = serde_json::to_value(&out[2]).unwrap();
+        assert_eq!(j["event"], "errorCode");
+        assert_eq!(j["to"], -4);
+        assert!(j.get("statusMessage").is_some(), "{j}");
+        let j = serde_json::to_value(&out[0]).unwrap();
+        assert_eq!(j["everConnected"], true);
     }
 }
