@@ -1,0 +1,718 @@
+//! The device's L2 services on a real wire: a veth pair between a device namespace and a peer
+//! namespace. The device side runs the production code (`PnSocket` with its BPF filter,
+//! `LinkMonitor`, `L2Services` with DCP, LLDP, IP application, SNMP and LLMNR) exactly as the
+//! plane wires it; the peer side speaks raw Ethernet built and parsed with pn-protocol, and uses
+//! independent tools where they exist (tshark on every captured device frame, net-snmp's
+//! `snmpget`/`snmpwalk`, scapy for LLMNR, iproute2 for the applied address).
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use pn_device::dataplane::{EventSink, Im0Config, ResetMode, StackEvent};
+use pn_device::stack::dcp::DcpIdentity;
+use pn_device::stack::l2::{self, L2Config, L2Services};
+use pn_device::stack::link::{self, LinkMonitor};
+use pn_device::stack::socket::PnSocket;
+use pn_protocol::wire::dcp::{
+    qualifier, BlockError, DcpBlock, DcpRepr, DcpValue, NameOfStation, ServiceId,
+};
+use pn_protocol::wire::ethernet::MacAddr;
+use pn_protocol::wire::lldp::{DeviceLldpConfig, LldpRepr, Tlv};
+use pn_testkit::netns::{NetNs, Veth};
+
+const DEV_MAC: MacAddr = MacAddr([0x02, 0x4c, 0x32, 0x00, 0x12, 0x34]);
+const PEER_MAC: MacAddr = MacAddr([0x02, 0x4c, 0x32, 0x00, 0x00, 0x01]);
+const NAME: &str = "l2-dev";
+
+fn dev_ip() -> Ipv4Addr {
+    Ipv4Addr::new(10, 47, 0, 2)
+}
+fn peer_ip() -> Ipv4Addr {
+    Ipv4Addr::new(10, 47, 0, 1)
+}
+fn mask() -> Ipv4Addr {
+    Ipv4Addr::new(255, 255, 255, 0)
+}
+
+/// Await a condition with a deadline (no sleeping as synchronisation).
+fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let end = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::yield_now();
+        std::thread::park_timeout(Duration::from_millis(10));
+    }
+}
+
+struct Rig {
+    dev_ns: NetNs,
+    peer_ns: NetNs,
+    veth: Veth,
+    l2: Arc<L2Services>,
+    _monitor: LinkMonitor,
+    peer: PnSocket,
+    events: Arc<Mutex<Vec<StackEvent>>>,
+    aborts: Arc<Mutex<Vec<&'static str>>>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+    started: Instant,
+    /// Every device frame the peer received (for tshark).
+    captured: Vec<Vec<u8>>,
+}
+
+impl Rig {
+    fn new() -> Rig {
+        let dev_ns = NetNs::new("l2d").unwrap();
+        let peer_ns = NetNs::new("l2p").unwrap();
+        let veth = Veth::new("l2v", &dev_ns, &peer_ns).unwrap();
+        let (a, b) = (veth.a.clone(), veth.b.clone());
+        dev_ns
+            .exec_ok(&[
+                "ip",
+                "link",
+                "set",
+                "dev",
+                &a,
+                "address",
+                &DEV_MAC.to_string(),
+            ])
+            .unwrap();
+        peer_ns
+            .exec_ok(&[
+                "ip",
+                "link",
+                "set",
+                "dev",
+                &b,
+                "address",
+                &PEER_MAC.to_string(),
+            ])
+            .unwrap();
+        peer_ns
+            .exec_ok(&["ip", "addr", "add", "10.47.0.1/24", "dev", &b])
+            .unwrap();
+        peer_ns
+            .exec_ok(&["ip", "route", "add", "224.0.0.0/4", "dev", &b])
+            .unwrap();
+        let peer = peer_ns.enter(move || PnSocket::open(&b)).unwrap().unwrap();
+
+        let (sink, mut rx) = EventSink::channel();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let aborts = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ab2, a2, sink2) = (aborts.clone(), a.clone(), sink.clone());
+        let (sock, l2, monitor) = dev_ns
+            .enter(move || {
+                let sock = Arc::new(PnSocket::open(&a2).expect("device socket"));
+                assert_eq!(sock.mac(), DEV_MAC.0);
+                let cfg = L2Config {
+                    nic: a2.clone(),
+                    ifindex: sock.ifindex(),
+                    identity: DcpIdentity {
+                        mac: DEV_MAC,
+                        station_name: NAME.into(),
+                        device_vendor: "pn-device".into(),
+                        vendor_id: 0x0493,
+                        device_id: 1,
+                        ip: dev_ip(),
+                        mask: mask(),
+                        gateway: Ipv4Addr::UNSPECIFIED,
+                        device_instance: (0, 1),
+                        device_initiative: false,
+                    },
+                    configured: (NAME.into(), dev_ip(), mask(), Ipv4Addr::UNSPECIFIED),
+                    im0: Im0Config {
+                        product_name: "pn-device".into(),
+                        order_id: "PN-DEVICE-1".into(),
+                        serial_number: "00000001".into(),
+                        hardware_revision: 1,
+                        software_revision: ('V', 1, 0, 0),
+                        ..Default::default()
+                    },
+                    snmp: Some(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 161))),
+                    llmnr: Some(5355),
+                    apply_ip: true,
+                };
+                let s2 = sock.clone();
+                let send: Arc<dyn Fn(&[u8]) -> bool + Send + Sync> =
+                    Arc::new(move |f: &[u8]| s2.send(f).is_ok());
+                let on_abort: Arc<dyn Fn(&'static str) + Send + Sync> =
+                    Arc::new(move |r| ab2.lock().unwrap().push(r));
+                let l2 = Arc::new(
+                    L2Services::start(cfg, link::query(&a2), send, sink2.clone(), on_abort)
+                        .expect("L2 services"),
+                );
+                let l2m = l2.clone();
+                let monitor = LinkMonitor::spawn(a2.clone(), link::DEFAULT_POLL, move |_, now| {
+                    sink2.send(l2::link_event(now));
+                    l2m.on_link(now.clone());
+                })
+                .expect("link monitor");
+                (sock, l2, monitor)
+            })
+            .unwrap();
+        drop(sink);
+        let mut threads = Vec::new();
+        // Device receive thread: what the plane's rx thread does for L2 frames.
+        {
+            let (sock, l2, stop) = (sock.clone(), l2.clone(), stop.clone());
+            threads.push(std::thread::spawn(move || {
+                let mut buf = [0u8; 1600];
+                while !stop.load(Ordering::Acquire) {
+                    if let Ok(Some(n)) = sock.recv(&mut buf, Some(Duration::from_millis(50))) {
+                        if l2::wants(&buf[..n]) {
+                            l2.on_frame(&buf[..n]);
+                        }
+                    }
+                }
+            }));
+        }
+        // Event collector.
+        {
+            let (events, stop) = (events.clone(), stop.clone());
+            threads.push(std::thread::spawn(move || {
+                while !stop.load(Ordering::Acquire) {
+                    match rx.try_recv() {
+                        Ok(ev) => events.lock().unwrap().push(ev),
+                        Err(_) => std::thread::park_timeout(Duration::from_millis(5)),
+                    }
+                }
+            }));
+        }
+        Rig {
+            dev_ns,
+            peer_ns,
+            veth,
+            l2,
+            _monitor: monitor,
+            peer,
+            events,
+            aborts,
+            stop,
+            threads,
+            started: Instant::now(),
+            captured: Vec::new(),
+        }
+    }
+
+    fn send(&self, r: &DcpRepr, dst: MacAddr) {
+        let f = r.build_frame(dst, PEER_MAC, None).unwrap();
+        self.peer.send(&f).unwrap();
+    }
+
+    /// Next frame from the device matching `pred`, within `timeout`.
+    fn recv_where(
+        &mut self,
+        timeout: Duration,
+        mut pred: impl FnMut(&[u8]) -> bool,
+    ) -> Option<(Vec<u8>, Instant)> {
+        let end = Instant::now() + timeout;
+        let mut buf = [0u8; 1600];
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            if let Ok(Some(n)) = self.peer.recv(&mut buf, Some(left)) {
+                let f = buf[..n].to_vec();
+                if f.get(6..12) == Some(&DEV_MAC.0[..]) {
+                    self.captured.push(f.clone());
+                    if pred(&f) {
+                        return Some((f, Instant::now()));
+                    }
+                }
+            }
+        }
+    }
+
+    fn dcp_reply(&mut self, xid: u32, timeout: Duration) -> Option<(DcpRepr, Instant)> {
+        self.recv_where(timeout, |f| {
+            DcpRepr::parse_frame(f).is_ok_and(|(_, _, r)| r.xid == xid)
+        })
+        .map(|(f, t)| (DcpRepr::parse_frame(&f).unwrap().2, t))
+    }
+
+    fn event(&self, what: &str, pred: impl Fn(&StackEvent) -> bool) -> StackEvent {
+        wait_for(what, Duration::from_secs(3), || {
+            self.events
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|e| pred(e))
+                .cloned()
+        })
+    }
+
+    fn set_errors(&mut self, r: &DcpRepr) -> Vec<(u8, u8, BlockError)> {
+        self.send(r, DEV_MAC);
+        let (resp, _) = self
+            .dcp_reply(r.xid, Duration::from_secs(2))
+            .expect("Set response");
+        assert_eq!(resp.service_id, ServiceId::Set);
+        resp.blocks
+            .iter()
+            .filter_map(|b| match b.value {
+                DcpValue::Response {
+                    option,
+                    suboption,
+                    error,
+                } => Some((option, suboption, error)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn get_name(&mut self, xid: u32) -> String {
+        self.send(&DcpRepr::get_request(xid, &[(2, 2)]), DEV_MAC);
+        let (r, _) = self.dcp_reply(xid, Duration::from_secs(2)).expect("Get");
+        String::from_utf8(r.name_of_station().unwrap().to_vec()).unwrap()
+    }
+
+    fn dev_addrs(&self) -> String {
+        self.dev_ns
+            .exec_ok(&["ip", "-4", "-o", "addr", "show", "dev", &self.veth.a])
+            .unwrap()
+    }
+
+    fn peer_lldp(&self, station: &str) -> Vec<u8> {
+        let mut c = DeviceLldpConfig::new(
+            Some(NameOfStation::new(station).unwrap()),
+            PEER_MAC,
+            peer_ip(),
+        );
+        c.system_description = "test controller".into();
+        c.build().build_frame(PEER_MAC).unwrap()
+    }
+
+    fn tshark_clean(&self) {
+        if !pn_testkit::env::require_tshark() {
+            return;
+        }
+        assert!(!self.captured.is_empty());
+        let pk = pn_testkit::tshark::dissect(&self.captured).unwrap();
+        for p in &pk {
+            p.assert_clean("device frame captured on the veth");
+            assert!(
+                p.protocols().contains("pn_dcp") || p.protocols().contains("lldp"),
+                "{}",
+                p.protocols()
+            );
+        }
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn l2_wire_identify_all_by_name_by_alias_and_response_delay() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    let mut rig = Rig::new();
+    // Identify all, no delay: answered at once.
+    let t = Instant::now();
+    rig.send(
+        &DcpRepr::identify_request_all(0x100, 1),
+        MacAddr::DCP_IDENTIFY,
+    );
+    let (r, at) = rig
+        .dcp_reply(0x100, Duration::from_secs(2))
+        .expect("identify all");
+    assert!(at - t < Duration::from_millis(200), "{:?}", at - t);
+    assert_eq!(r.service_id, ServiceId::Identify);
+    assert_eq!(r.name_of_station(), Some(NAME.as_bytes()));
+    assert!(r.find(2, 3).is_some_and(|b| b.value
+        == DcpValue::DeviceId {
+            vendor_id: 0x0493,
+            device_id: 1
+        }));
+    // By name: our name answers, another name does not.
+    let n = NameOfStation::new(NAME).unwrap();
+    rig.send(
+        &DcpRepr::identify_request_by_name(0x101, &n, 1),
+        MacAddr::DCP_IDENTIFY,
+    );
+    assert!(rig.dcp_reply(0x101, Duration::from_secs(2)).is_some());
+    let other = NameOfStation::new("someone-else").unwrap();
+    rig.send(
+        &DcpRepr::identify_request_by_name(0x102, &other, 1),
+        MacAddr::DCP_IDENTIFY,
+    );
+    assert!(rig.dcp_reply(0x102, Duration::from_millis(400)).is_none());
+    // ResponseDelayFactor 100: 0x1234 % 100 = 60 slots of 10 ms = 600 ms.
+    let t = Instant::now();
+    rig.send(
+        &DcpRepr::identify_request_all(0x103, 100),
+        MacAddr::DCP_IDENTIFY,
+    );
+    let (_, at) = rig
+        .dcp_reply(0x103, Duration::from_secs(3))
+        .expect("delayed identify");
+    let dt = at - t;
+    assert!(
+        dt >= Duration::from_millis(595) && dt < Duration::from_millis(900),
+        "response after {dt:?}, expected 600 ms"
+    );
+    // By alias: only after the peer's LLDP told the device who its neighbour is.
+    let alias = b"port-001.plc-1".to_vec();
+    rig.send(
+        &DcpRepr::identify_request_by_alias(0x104, &alias, 1),
+        MacAddr::DCP_IDENTIFY,
+    );
+    assert!(rig.dcp_reply(0x104, Duration::from_millis(300)).is_none());
+    let lldp = rig.peer_lldp("plc-1");
+    rig.peer.send(&lldp).unwrap();
+    let mut xid = 0x200;
+    let r = wait_for("identify by alias", Duration::from_secs(3), || {
+        xid += 1;
+        rig.send(
+            &DcpRepr::identify_request_by_alias(xid, &alias, 1),
+            MacAddr::DCP_IDENTIFY,
+        );
+        rig.dcp_reply(xid, Duration::from_millis(100))
+            .map(|(r, _)| r)
+    });
+    assert!(r
+        .blocks
+        .iter()
+        .any(|b| b.value == DcpValue::AliasName(alias.clone())));
+    // The neighbour is visible in the status.
+    let nb = rig.l2.status().lldp_neighbour.expect("neighbour");
+    assert_eq!(nb.port_id, "port-001.plc-1");
+    assert_eq!(nb.station_name, "plc-1");
+    assert_eq!(nb.management_address, "10.47.0.1");
+    assert_eq!(nb.chassis_id, "test controller");
+    assert_eq!(nb.ttl, 20);
+    rig.tshark_clean();
+}
+
+#[test]
+fn l2_wire_set_name_ip_signal_reset_and_block_errors() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    let mut rig = Rig::new();
+    // The configured IP was put on the NIC at start.
+    wait_for("configured IP on the NIC", Duration::from_secs(3), || {
+        rig.dev_addrs().contains("10.47.0.2/24").then_some(())
+    });
+    // Set IP (temporary): applied to the interface, event with the result.
+    let new_ip = Ipv4Addr::new(10, 47, 0, 9);
+    let errs = rig.set_errors(&DcpRepr::set_ip(0x300, new_ip, mask(), new_ip, false));
+    assert_eq!(errs, vec![(1, 2, BlockError::OK)]);
+    let ev = rig.event("DcpIpAssigned", |e| {
+        matches!(e, StackEvent::DcpIpAssigned { .. })
+    });
+    assert_eq!(
+        ev,
+        StackEvent::DcpIpAssigned {
+            ip: new_ip,
+            mask: mask(),
+            gateway: new_ip,
+            permanent: false,
+            applied: Ok(())
+        }
+    );
+    let addrs = rig.dev_addrs();
+    assert!(addrs.contains("10.47.0.9/24"), "{addrs}");
+    assert!(!addrs.contains("10.47.0.2/"), "old address kept: {addrs}");
+    assert!(rig.l2.status().ip_apply_message.contains("10.47.0.9/24"));
+    // Set name (permanent).
+    let n = NameOfStation::new("renamed-dev").unwrap();
+    let errs = rig.set_errors(&DcpRepr::set_name(0x301, &n, true));
+    assert_eq!(errs, vec![(2, 2, BlockError::OK)]);
+    rig.event("DcpNameAssigned", |e| {
+        *e == StackEvent::DcpNameAssigned {
+            name: "renamed-dev".into(),
+            permanent: true,
+        }
+    });
+    assert_eq!(rig.get_name(0x302), "renamed-dev");
+    // LLDP follows the name at once (the frame may have arrived while waiting for the Get).
+    let new_port = |f: &[u8]| {
+        LldpRepr::parse_frame(f)
+            .is_ok_and(|(_, r)| r.port_id() == Some((7, &b"port-001.renamed-dev"[..])))
+    };
+    if !rig.captured.iter().any(|f| new_port(f)) {
+        rig.recv_where(Duration::from_secs(3), new_port)
+            .expect("LLDP with the new name");
+    }
+    // Signal.
+    assert_eq!(
+        rig.set_errors(&DcpRepr::set_signal(0x303)),
+        vec![(5, 3, BlockError::OK)]
+    );
+    rig.event("DcpSignal", |e| *e == StackEvent::DcpSignal);
+    assert_eq!(rig.l2.status().dcp_signal_count, 1);
+    // Unsupported: DHCP option, read-only DeviceVendor, an unknown option.
+    let bad = DcpRepr::set_request(
+        0x304,
+        vec![
+            DcpBlock::with_qualifier(
+                DcpValue::Other {
+                    option: 3,
+                    suboption: 61,
+                    data: vec![0, 1, 2],
+                },
+                1,
+            ),
+            DcpBlock::with_qualifier(DcpValue::DeviceVendor(b"x".to_vec()), 1),
+            DcpBlock::with_qualifier(
+                DcpValue::Other {
+                    option: 0x81,
+                    suboption: 1,
+                    data: vec![],
+                },
+                0,
+            ),
+        ],
+    );
+    assert_eq!(
+        rig.set_errors(&bad),
+        vec![
+            (3, 61, BlockError::OPTION_UNSUPPORTED),
+            (2, 1, BlockError::SUBOPTION_UNSUPPORTED),
+            (0x81, 1, BlockError::OPTION_UNSUPPORTED)
+        ]
+    );
+    // While an AR runs: an IP change is refused, a name change aborts the AR.
+    rig.l2.set_ar_active(true);
+    let other_ip = Ipv4Addr::new(10, 47, 0, 10);
+    let mut xid = 0x310;
+    wait_for("IP refused in operation", Duration::from_secs(2), || {
+        xid += 1;
+        let e = rig.set_errors(&DcpRepr::set_ip(xid, other_ip, mask(), other_ip, false));
+        (e == vec![(1, 2, BlockError::IN_OPERATION)]).then_some(())
+    });
+    let n2 = NameOfStation::new("third-name").unwrap();
+    assert_eq!(
+        rig.set_errors(&DcpRepr::set_name(0x320, &n2, false)),
+        vec![(2, 2, BlockError::OK)]
+    );
+    wait_for("AR abort requested", Duration::from_secs(2), || {
+        rig.aborts
+            .lock()
+            .unwrap()
+            .contains(&"DCP station name changed")
+            .then_some(())
+    });
+    rig.l2.set_ar_active(false);
+    // ResetToFactory (communication parameters): configured name and IP come back.
+    assert_eq!(
+        rig.set_errors(&DcpRepr::set_reset_to_factory(
+            0x330,
+            qualifier::RESET_COMMUNICATION_PARAMETER
+        )),
+        vec![(5, 6, BlockError::OK)]
+    );
+    rig.event("DcpResetToFactory", |e| {
+        *e == StackEvent::DcpResetToFactory {
+            qualifier: 4,
+            mode: ResetMode::Communication,
+        }
+    });
+    assert_eq!(rig.get_name(0x331), NAME);
+    wait_for("configured IP back", Duration::from_secs(3), || {
+        let a = rig.dev_addrs();
+        (a.contains("10.47.0.2/24") && !a.contains("10.47.0.9")).then_some(())
+    });
+    rig.tshark_clean();
+}
+
+#[test]
+fn l2_wire_lldp_every_5s_ttl_20_and_link_down_up() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    let mut rig = Rig::new();
+    let start = rig.started;
+    let is_lldp = |f: &[u8]| LldpRepr::parse_frame(f).is_ok();
+    let (f1, t1) = rig
+        .recv_where(Duration::from_secs(5), is_lldp)
+        .expect("first LLDP frame within 5 s of start");
+    assert!(t1 - start < Duration::from_secs(5));
+    let (_, t2) = rig
+        .recv_where(Duration::from_secs(7), is_lldp)
+        .expect("second");
+    let (_, t3) = rig
+        .recv_where(Duration::from_secs(7), is_lldp)
+        .expect("third");
+    for d in [t2 - t1, t3 - t2] {
+        assert!(
+            d >= Duration::from_millis(4800) && d <= Duration::from_millis(5300),
+            "LLDP interval {d:?}"
+        );
+    }
+    let (eth, r) = LldpRepr::parse_frame(&f1).unwrap();
+    assert_eq!(eth.dst, MacAddr::LLDP_NEAREST_BRIDGE);
+    assert_eq!(r.ttl(), Some(20));
+    assert_eq!(r.port_id(), Some((7, &b"port-001.l2-dev"[..])));
+    assert_eq!(r.chassis_mac(), Some(DEV_MAC));
+    assert!(r
+        .tlvs
+        .iter()
+        .any(|t| matches!(t, Tlv::MacPhy { mau_type: 0x10, .. })));
+    assert!(r.tlvs.iter().any(|t| matches!(
+        t,
+        Tlv::ManagementAddress { addr, .. } if addr == &vec![10, 47, 0, 2]
+    )));
+    // veth reports 10 Gbit/s: the substitute MAU type is reported, and said so.
+    let st = rig.l2.status();
+    assert_eq!(st.mau_type, 0x10);
+    assert!(st.mau_type_substituted);
+    assert_eq!(st.link_speed_mbps, Some(10_000));
+    rig.tshark_clean();
+
+    // Link: LinkChanged(up) at start; the peer end going down takes our carrier away.
+    rig.event("link up at start", |e| {
+        *e == StackEvent::LinkChanged { up: true }
+    });
+    let b = rig.veth.b.clone();
+    Veth::set_link(&rig.peer_ns, &b, false).unwrap();
+    rig.event("link down", |e| *e == StackEvent::LinkChanged { up: false });
+    Veth::set_link(&rig.peer_ns, &b, true).unwrap();
+    let t_up = Instant::now();
+    wait_for("link up again", Duration::from_secs(3), || {
+        let ev = rig.events.lock().unwrap();
+        let downs = ev
+            .iter()
+            .position(|e| *e == StackEvent::LinkChanged { up: false })?;
+        ev[downs..]
+            .iter()
+            .any(|e| *e == StackEvent::LinkChanged { up: true })
+            .then_some(())
+    });
+    // LLDP is sent again at once when the link comes back.
+    let (_, t) = rig
+        .recv_where(Duration::from_secs(3), is_lldp)
+        .expect("LLDP after link up");
+    assert!(t - t_up < Duration::from_secs(2));
+}
+
+#[test]
+fn l2_wire_snmp_and_llmnr_answer_independent_clients() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    let ok = pn_testkit::env::require(
+        pn_testkit::env::has_tool("snmpget") || std::path::Path::new("/usr/bin/snmpget").exists(),
+        "snmpget/snmpwalk (apt-get install snmp)",
+    );
+    if !ok {
+        return;
+    }
+    let rig = Rig::new();
+    wait_for("configured IP on the NIC", Duration::from_secs(3), || {
+        rig.dev_addrs().contains("10.47.0.2/24").then_some(())
+    });
+    let out = rig
+        .peer_ns
+        .exec_ok(&[
+            "snmpget",
+            "-v2c",
+            "-c",
+            "public",
+            "-On",
+            "-t",
+            "2",
+            "-r",
+            "1",
+            "10.47.0.2",
+            "1.3.6.1.2.1.1.5.0",
+            "1.3.6.1.2.1.1.7.0",
+            "1.3.6.1.2.1.1.2.0",
+        ])
+        .unwrap();
+    assert!(
+        out.contains(".1.3.6.1.2.1.1.5.0 = STRING: \"l2-dev\""),
+        "{out}"
+    );
+    assert!(out.contains(".1.3.6.1.2.1.1.7.0 = INTEGER: 72"), "{out}");
+    assert!(
+        out.contains(".1.3.6.1.2.1.1.2.0 = OID: .1.3.6.1.4.1.24686"),
+        "{out}"
+    );
+    let out = rig
+        .peer_ns
+        .exec_ok(&[
+            "snmpwalk",
+            "-v1",
+            "-c",
+            "public",
+            "-On",
+            "-t",
+            "2",
+            "-r",
+            "1",
+            "10.47.0.2",
+            "1.3.6.1.2.1.1",
+        ])
+        .unwrap();
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with(".1.3.6.1.2.1.1."))
+            .count(),
+        7,
+        "{out}"
+    );
+    assert!(
+        out.contains(".1.3.6.1.2.1.1.1.0 = STRING: \"pn-device"),
+        "{out}"
+    );
+    assert!(out.contains(".1.3.6.1.2.1.1.3.0 = Timeticks:"), "{out}");
+    // A wrong community gets no answer.
+    assert!(rig
+        .peer_ns
+        .exec_ok(&[
+            "snmpget",
+            "-v2c",
+            "-c",
+            "private",
+            "-t",
+            "1",
+            "-r",
+            "0",
+            "10.47.0.2",
+            "1.3.6.1.2.1.1.5.0",
+        ])
+        .is_err());
+
+    // LLMNR with scapy building and parsing the DNS messages, over the multicast group.
+    let script = r#"
+import socket, sys
+from scapy.layers.llmnr import LLMNRQuery, LLMNRResponse
+from scapy.layers.dns import DNSQR
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("10.47.0.1"))
+s.settimeout(2)
+for name in (sys.argv[1], "nobody-here"):
+    q = LLMNRQuery(id=0x4242, qd=DNSQR(qname=name, qtype="A"))
+    s.sendto(bytes(q), ("224.0.0.252", 5355))
+    try:
+        data, src = s.recvfrom(1500)
+    except socket.timeout:
+        print(name, "NOANSWER")
+        continue
+    r = LLMNRResponse(data)
+    print(name, src[0], r.id, r.ancount, r.an[0].rdata if r.ancount else "")
+"#;
+    let out = rig
+        .peer_ns
+        .exec_ok(&["python3", "-c", script, "L2-DEV"])
+        .unwrap();
+    assert!(out.contains("L2-DEV 10.47.0.2 16962 1 10.47.0.2"), "{out}");
+    assert!(out.contains("nobody-here NOANSWER"), "{out}");
+}
