@@ -130,6 +130,13 @@ struct Shared {
     high_res: bool,
     licence_failed: bool,
     controller: String,
+    persist_pending: Option<PersistOp>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PersistOp {
+    Save,
+    Clear,
 }
 
 /// The runtime. Create with [`Runtime::new`], then [`Runtime::spawn_tasks`].
@@ -139,6 +146,7 @@ pub struct Runtime {
     store: Store,
     env_nic: Option<String>,
     control: tokio::sync::Mutex<()>,
+    save_lock: Mutex<()>,
     sh: Mutex<Shared>,
     image: RwLock<Arc<ProcessImage>>,
     sink: EventSink,
@@ -229,6 +237,7 @@ impl Runtime {
             high_res: settings.high_resolution_timer,
             licence_failed: false,
             controller: String::new(),
+            persist_pending: None,
         };
         Arc::new(Runtime {
             settings,
@@ -236,6 +245,7 @@ impl Runtime {
             store,
             env_nic: env_nic.filter(|s| !s.trim().is_empty()),
             control: tokio::sync::Mutex::new(()),
+            save_lock: Mutex::new(()),
             sh: Mutex::new(sh),
             image: RwLock::new(Arc::new(image)),
             sink,
@@ -351,13 +361,32 @@ impl Runtime {
 
     // ------------------------------------------------------------------ events
 
+    /// Mark the remanent data for writing; [`Runtime::flush_persistence`] writes it after the
+    /// state lock has been released (no file I/O under the state lock).
     fn save(&self, sh: &mut Shared) {
-        if let Err(e) = self.store.save(&sh.remanent) {
+        sh.persist_pending = Some(PersistOp::Save);
+    }
+
+    /// Write (or delete, after a factory reset) the remanent file if a change is pending.
+    /// Serialised by `save_lock`; the snapshot is taken under it, so the last write always
+    /// carries the newest state.
+    fn flush_persistence(&self) {
+        let _g = self.save_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let (op, snapshot) = {
+            let mut sh = self.lock();
+            (sh.persist_pending.take(), sh.remanent.clone())
+        };
+        let res = match op {
+            None => return,
+            Some(PersistOp::Save) => self.store.save(&snapshot),
+            Some(PersistOp::Clear) => self.store.clear(),
+        };
+        if let Err(e) = res {
             error!(
-                "persistence: cannot write {}: {e}",
+                "persistence: cannot update {}: {e}",
                 self.store.path().display()
             );
-            sh.alarms.raise(
+            self.lock().alarms.raise(
                 "persistence:write",
                 AlarmSeverity::Error,
                 "persistence",
@@ -368,6 +397,11 @@ impl Runtime {
 
     /// Apply one event from the data plane.
     pub fn handle_event(&self, ev: StackEvent) {
+        self.apply_event(ev);
+        self.flush_persistence();
+    }
+
+    fn apply_event(&self, ev: StackEvent) {
         let mut sh = self.lock();
         let nic = self.nic(&sh.config);
         match ev {
@@ -515,12 +549,7 @@ impl Runtime {
                 sh.remanent = Remanent::default();
                 sh.diag.clear();
                 sh.alarms.clear_prefix("diag:");
-                if let Err(e) = self.store.clear() {
-                    error!(
-                        "persistence: cannot remove {}: {e}",
-                        self.store.path().display()
-                    );
-                }
+                sh.persist_pending = Some(PersistOp::Clear);
             }
         }
     }
@@ -871,6 +900,7 @@ impl Runtime {
                 },
             )
         };
+        self.flush_persistence();
         if running {
             self.plane.command(cmd);
         }
