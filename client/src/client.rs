@@ -406,3 +406,47 @@ impl DiagEntry {
         v
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn section_8_timeouts_and_defaults() {
+        let t = Timeouts::default();
+        assert_eq!(t.start_stop, Duration::from_secs(15));
+        assert_eq!(t.poll, Duration::from_secs(2));
+        assert_eq!(t.other, Duration::from_secs(5));
+        assert_eq!(t.io_path, Duration::from_millis(500));
+        let c = Client::new(Some(String::new()));
+        assert_eq!(c.inner.api_key, None, "an empty key is no key");
+        assert_eq!(c.inner.ep.port, 18840);
+        assert_eq!(c.inner.ep.host, "127.0.0.1");
+        assert_eq!(
+            Client::connect("ftp://x", None).unwrap_err().kind,
+            CallResult::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn diag_entry_body_and_checks() {
+        let e = DiagEntry {
+            slot: 1,
+            subslot: 0x8001,
+            channel: 3,
+            error_type: 2,
+            severity: 3,
+            text: String::new(),
+        };
+        assert_eq!(
+            e.to_json("add"),
+            json!({"action": "add", "slot": 1, "subslot": 0x8001, "channel": 3, "errorType": 2, "severity": 3})
+        );
+        assert!(e.validate().is_ok());
+        let bad = DiagEntry { severity: 4, ..e };
+        assert_eq!(
+            bad.validate().unwrap_err().kind,
+            CallResult::InvalidArgument
+        );
+    }
+}

@@ -10,7 +10,7 @@
 //! | HTTP 404 | [`CallResult::NotFound`] |
 //! | HTTP 413 | [`CallResult::LengthMismatch`] |
 //! | HTTP 429 / 503 | [`CallResult::Busy`] |
-//! | HTTP 500 and any other unexpected status | [`CallResult::NativeError`] |
+//! | HTTP 500, 408 and any other unexpected status | [`CallResult::NativeError`] |
 //! | 200 with a body that is not the expected JSON | [`CallResult::NativeError`] |
 //! | bad address text, bad value, bit > 7 | [`CallResult::InvalidArgument`] |
 //! | write to a `Q` address, native in-process mode | [`CallResult::NotSupported`] |

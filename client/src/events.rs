@@ -53,7 +53,11 @@ pub struct Link {
 
 /// One observed change.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "event", rename_all = "camelCase", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "event",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum Event {
     /// First successful poll: the starting point.
     Initial {
