@@ -563,3 +563,41 @@ fn rpc_only_frames() {
     let _ = Uuid::NIL;
     let _ = (module_state::PROPER_MODULE, ar_info::OWN, ident_info::OK);
 }
+
+#[test]
+fn mutated_real_frames_never_panic() {
+    // Every byte of every RPC fixture, replaced by a few values, through the whole chain:
+    // Ethernet/IP/UDP, RPC, NDR, blocks. Whatever parses must re-emit without error.
+    let mut parsed = 0usize;
+    for f in rpc_frames() {
+        for i in 0..f.frame.len() {
+            for v in [0x00u8, 0xff, 0x01, f.frame[i] ^ 0x80] {
+                let mut m = f.frame.clone();
+                m[i] = v;
+                let Ok(u) = UdpFrame::parse(&m) else { continue };
+                let Ok(p) = RpcPacket::parse(u.payload) else {
+                    continue;
+                };
+                let _ = p.emit();
+                let data = match p.header.packet_type {
+                    PacketType::Request => {
+                        PnioRequest::parse(&p.body, p.header.drep).map(|r| r.data)
+                    }
+                    PacketType::Response => {
+                        PnioResponse::parse(&p.body, p.header.drep).map(|r| r.data)
+                    }
+                    _ => continue,
+                };
+                let Ok(data) = data else { continue };
+                if let Ok(msg) = CmMessage::parse(&data) {
+                    assert!(msg.emit().is_ok(), "{} byte {i} = {v:#x}", f.name);
+                    parsed += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        parsed > 1000,
+        "only {parsed} mutated frames parsed as PNIO-CM"
+    );
+}
