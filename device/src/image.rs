@@ -339,8 +339,9 @@ impl ProcessImage {
         self.output_sent_gen.fetch_max(gen, Ordering::AcqRel);
     }
 
-    /// Store the IO data of a received controller frame into the I area (only the cyclic thread
-    /// may call this: it is the single writer of the I area). `iops` is the controller's provider
+    /// Store the IO data of a received controller frame into the I area. Only ONE thread may
+    /// call this (the cyclic/receive thread): it is the single writer of the I-area seqlock; two
+    /// concurrent writers would corrupt the sequence. `iops` is the controller's provider
     /// status for this data; `output_iocs` is the controller's consumer status for the device's
     /// Q data carried in the same frame. Bumps the epoch. `data` longer than the area is
     /// truncated, shorter data leaves the rest unchanged.
@@ -363,11 +364,11 @@ impl ProcessImage {
 
     /// Mark the I area as not valid (connection lost / data plane stopped). The data itself is
     /// kept (last received values). Statuses received from the controller become BAD.
+    /// Only flags are written (no seqlock write), so this may be called from any thread, also
+    /// while the cyclic thread runs.
     pub fn invalidate_input(&self) {
-        self.input.write(0, &[], || {
-            self.input_valid.store(false, Ordering::Relaxed);
-            self.input_iops.store(IOXS_BAD, Ordering::Relaxed);
-        });
+        self.input_valid.store(false, Ordering::Release);
+        self.input_iops.store(IOXS_BAD, Ordering::Release);
         self.output_iocs.store(IOXS_BAD, Ordering::Release);
     }
 }
