@@ -590,3 +590,34 @@ fn sim_dcp_reset_to_factory_clears_remanent_data() {
     d.spawn();
     assert_eq!(d.status()["masterStationName"], "");
 }
+
+/// Spec 1.10 / docs/licence.md: a certificate bound to the MAC of the PROFINET NIC is accepted
+/// on that NIC.
+#[test]
+fn spec_1_10_mac_bound_licence() {
+    if !root() {
+        return;
+    }
+    let d = Daemon::start(licensed(DaemonOpts::new()), Some(NIC));
+    let out = std::process::Command::new("ip")
+        .args(["-n", &d.ns.name, "-j", "link", "show", NIC])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mac = v[0]["address"].as_str().unwrap().to_uppercase();
+    let other = pn_device::licence::Binding {
+        machine_id: None,
+        mac: Some("02:00:00:00:00:01".into()),
+        any: None,
+    };
+    write_licence(&d.path("licence.json"), 3600, other);
+    assert_eq!(d.post_empty("/api/start")["ok"], false);
+    let b = pn_device::licence::Binding {
+        machine_id: None,
+        mac: Some(mac),
+        any: None,
+    };
+    write_licence(&d.path("licence.json"), 3600, b);
+    let r = d.post_empty("/api/start");
+    assert_eq!(r["ok"], true, "{r}");
+}
