@@ -748,7 +748,8 @@ pub const PNIO_RESPONSE_NDR_LEN: usize = 20;
 
 /// The body of a PNIO request (Connect, Release, Read, Write, Control, ReadImplicit): ArgsMaximum,
 /// ArgsLength, then a conformant varying array (MaximumCount = ArgsMaximum, Offset 0,
-/// ActualCount = ArgsLength) holding the big-endian PNIO blocks.
+/// ActualCount = ArgsLength) holding the big-endian PNIO blocks. MaximumCount is not stored:
+/// emit writes `max(ArgsMaximum, ArgsLength)` (equal to ArgsMaximum in every real frame).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PnioRequest {
     /// Largest response the caller accepts (bytes of NDR data).
@@ -802,7 +803,8 @@ impl PnioRequest {
         let mut out = Vec::with_capacity(self.buffer_len());
         e.put_u32(&mut out, self.args_maximum);
         e.put_u32(&mut out, len);
-        e.put_u32(&mut out, self.args_maximum);
+        // MaximumCount: ArgsMaximum (as every controller sends), never below ActualCount.
+        e.put_u32(&mut out, self.args_maximum.max(len));
         e.put_u32(&mut out, 0);
         e.put_u32(&mut out, len);
         out.extend_from_slice(&self.data);
@@ -1157,6 +1159,11 @@ mod tests {
         );
         bad[19] = 9;
         assert!(PnioRequest::parse(&bad, Drep::BIG_ENDIAN).is_err());
+        // ArgsMaximum below the data length: MaximumCount still covers the data, re-parse works.
+        let small = PnioRequest::new(1, vec![7; 3]);
+        let b = small.emit(Drep::LITTLE_ENDIAN).unwrap();
+        assert_eq!(&b[8..12], &[3, 0, 0, 0]);
+        assert_eq!(PnioRequest::parse(&b, Drep::LITTLE_ENDIAN).unwrap(), small);
     }
 
     #[test]
