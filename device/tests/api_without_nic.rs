@@ -879,26 +879,73 @@ fn spec_5_1_listens_on_loopback_only() {
     }
     let d = Daemon::start(DaemonOpts::new(), Some("lb0"));
     std::process::Command::new("ip")
-        .args(["-n", &d.ns.name, "addr", "add", "10.77.0.1/24", "dev", "lb0"])
+        .args([
+            "-n",
+            &d.ns.name,
+            "addr",
+            "add",
+            "10.77.0.1/24",
+            "dev",
+            "lb0",
+        ])
         .status()
         .unwrap();
-    let other = d.ns.in_ns(|| std::net::TcpStream::connect(("10.77.0.1", PORT)).is_ok());
+    let other =
+        d.ns.in_ns(|| std::net::TcpStream::connect(("10.77.0.1", PORT)).is_ok());
     assert!(!other, "must not listen on a non-loopback address");
     assert_eq!(d.req("GET", "/api/info", None).status, 200);
     // development port override: still loopback only
     let ns = Netns::new();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("s.json"), r#"{"Runtime":{"AutoStart":false}}"#).unwrap();
+    std::fs::write(
+        dir.path().join("s.json"),
+        r#"{"Runtime":{"AutoStart":false}}"#,
+    )
+    .unwrap();
     let mut child = std::process::Command::new("ip")
-        .args(["netns", "exec", &ns.name, BIN, "--dev-port", "18999", "--settings"])
+        .args([
+            "netns",
+            "exec",
+            &ns.name,
+            BIN,
+            "--dev-port",
+            "18999",
+            "--settings",
+        ])
         .arg(dir.path().join("s.json"))
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let ok = wait_for("dev port", Duration::from_secs(10), || {
-        ns.in_ns(|| std::net::TcpStream::connect(("127.0.0.1", 18999)).ok()).map(|_| true)
+        ns.in_ns(|| std::net::TcpStream::connect(("127.0.0.1", 18999)).ok())
+            .map(|_| true)
     });
     assert!(ok);
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Spec 8 / docs/decisions.md section 8: more than 128 open connections: the extra connection
+/// gets a 503 Track 1 body and is closed; the service recovers when connections close.
+#[test]
+fn spec_8_connection_cap_gives_503_not_a_hang() {
+    if !root() {
+        return;
+    }
+    let d = Daemon::start(DaemonOpts::new(), None);
+    let held: Vec<_> = (0..128).map(|_| d.ns.connect().unwrap()).collect();
+    let r = wait_for(
+        "503 for the extra connection",
+        Duration::from_secs(5),
+        || {
+            let r = d.req("GET", "/api/info", None);
+            (r.status == 503).then_some(r)
+        },
+    );
+    let v = assert_track1(&r, 503);
+    assert_eq!(v["code"], "PnS.Api.Busy");
+    drop(held);
+    wait_for("recovery", Duration::from_secs(5), || {
+        (d.req("GET", "/api/info", None).status == 200).then_some(())
+    });
 }

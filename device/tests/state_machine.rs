@@ -621,3 +621,36 @@ fn spec_1_10_mac_bound_licence() {
     let r = d.post_empty("/api/start");
     assert_eq!(r["ok"], true, "{r}");
 }
+
+/// Spec 1.5 / 1.8 / section 3: without the raw-socket capability (CAP_NET_RAW dropped) the
+/// driver probe fails: ConfigError with errorCode = EPERM, the NIC and the reason named; no
+/// fallback path.
+#[test]
+fn spec_1_5_no_raw_socket_capability_is_config_error() {
+    if !root() {
+        return;
+    }
+    if !pn_testkit::env::require(pn_testkit::env::has_tool("setpriv"), "setpriv (util-linux)") {
+        return;
+    }
+    let d = Daemon::start(
+        licensed(DaemonOpts::new()).wrap(&[
+            "setpriv",
+            "--bounding-set",
+            "-net_raw",
+            "--inh-caps",
+            "-net_raw",
+        ]),
+        Some(NIC),
+    );
+    write_licence(&d.path("licence.json"), 3600, any_binding());
+    let r = d.post_empty("/api/start");
+    assert_eq!(r["ok"], false, "{r}");
+    assert_eq!(r["errorCode"], 1, "EPERM: {r}");
+    let s = d.status();
+    assert_eq!(s["state"], "ConfigError");
+    let m = s["statusMessage"].as_str().unwrap();
+    assert!(m.contains(NIC) && m.contains("CAP_NET_RAW"), "{m}");
+    assert_eq!(s["hardwarePortPresent"], true);
+    assert!(d.log_text().contains("start refused"));
+}

@@ -166,6 +166,8 @@ pub struct DaemonOpts {
     pub extra_args: Vec<String>,
     /// Write the settings file (false = run with no settings file at all).
     pub with_settings_file: bool,
+    /// Command words placed before the binary inside the namespace (e.g. setpriv ...).
+    pub wrapper: Vec<String>,
 }
 
 /// The development private key committed under device/testdata (DEVELOPMENT ONLY).
@@ -215,6 +217,7 @@ pub struct Daemon {
     config: Option<PathBuf>,
     extra_args: Vec<String>,
     with_settings_file: bool,
+    wrapper: Vec<String>,
 }
 
 impl DaemonOpts {
@@ -225,7 +228,12 @@ impl DaemonOpts {
             config: None,
             extra_args: vec![],
             with_settings_file: true,
+            wrapper: vec![],
         }
+    }
+    pub fn wrap(mut self, words: &[&str]) -> Self {
+        self.wrapper = words.iter().map(|s| s.to_string()).collect();
+        self
     }
     pub fn set(mut self, path: &str, v: Value) -> Self {
         let mut cur = &mut self.settings;
@@ -299,6 +307,7 @@ impl Daemon {
             config: opts.config,
             extra_args: opts.extra_args,
             with_settings_file: opts.with_settings_file,
+            wrapper: opts.wrapper,
         };
         me.spawn();
         me
@@ -316,7 +325,9 @@ impl Daemon {
         self.log = self.path(&format!("daemon-{n}.log"));
         let log = std::fs::File::create(&self.log).unwrap();
         let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &self.ns.name, BIN]);
+        cmd.args(["netns", "exec", &self.ns.name]);
+        cmd.args(&self.wrapper);
+        cmd.arg(BIN);
         if self.with_settings_file {
             cmd.arg("--settings").arg(&settings_path);
         }

@@ -103,6 +103,10 @@ pub fn wire_up(dev_ns: &str, dev_nic: &str, peer: &PeerNs, peer_nic: &str) {
     run(&["ip", "-n", &peer.name, "addr", "add", "192.168.77.1/24", "dev", peer_nic]);
     run(&["ip", "-n", dev_ns, "link", "set", dev_nic, "up"]);
     run(&["ip", "-n", &peer.name, "link", "set", peer_nic, "up"]);
+    // Checksums computed in software, so a capture on the sending side shows real values
+    // (with TX offload the captured UDP checksum is only the pseudo-header sum).
+    run(&["ip", "netns", "exec", dev_ns, "ethtool", "-K", dev_nic, "tx", "off"]);
+    run(&["ip", "netns", "exec", &peer.name, "ethtool", "-K", peer_nic, "tx", "off"]);
 }
 
 /// Runtime configuration XML for the tests: DAP + slot 1 with 4 bytes each way.
@@ -360,6 +364,8 @@ impl Peer {
             subslot,
             frame_offset,
         };
+        // As controllers do: the input CR's FrameID is proposed by the controller, the output
+        // CR's (0xFFFF) is assigned by the device.
         let iocr = |ty, reference, objs, iocs| IocrBlockReq {
             version: (1, 0),
             iocr_type: ty,
@@ -367,7 +373,7 @@ impl Peer {
             lt: LT_PNIO,
             properties: IocrProperties(IocrProperties::RT_CLASS_1),
             data_length: 40,
-            frame_id: 0xFFFF,
+            frame_id: if ty == iocr_type::INPUT { 0xC010 } else { 0xFFFF },
             send_clock_factor: t.send_clock_factor,
             reduction_ratio: t.reduction_ratio,
             phase: 1,
@@ -535,6 +541,7 @@ impl Peer {
         };
         let (ofid, period) = (self.output_frame_id, self.timing.period());
         let step = self.timing.send_clock_factor * self.timing.reduction_ratio;
+        let dhf = self.timing.data_hold_factor;
         self.threads.push(std::thread::spawn(move || {
             // SAFETY: prctl with an integer argument, this thread only.
             unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
@@ -542,7 +549,23 @@ impl Peer {
             let mut buf = [0u8; 128];
             let mut counter: u16 = 0;
             let mut next = Instant::now();
+            // Data-hold watchdog counted in executed cycles (like the device, see cyclic.rs).
+            let (mut seen, mut miss) = (0u64, 0u64);
             while !st.stop.load(Ordering::Acquire) {
+                if st.armed.load(Ordering::Acquire) {
+                    let rx = st.rx_frames.load(Ordering::Acquire);
+                    if rx != seen {
+                        seen = rx;
+                        miss = 0;
+                    } else {
+                        miss += 1;
+                        if miss >= u64::from(dhf) {
+                            st.watchdog_trips.fetch_add(1, Ordering::Relaxed);
+                            st.armed.store(false, Ordering::Release);
+                            miss = 0;
+                        }
+                    }
+                }
                 let mut sdu = [0u8; 9];
                 sdu[..4].copy_from_slice(&*st.out_data.lock().unwrap());
                 sdu[4..9].fill(0x80);
@@ -568,7 +591,7 @@ impl Peer {
         let st = self.state.clone();
         let sock = self.sock.clone();
         let rta = self.rta.clone();
-        let (ifid, dht) = (self.input_frame_id, self.timing.dht());
+        let ifid = self.input_frame_id;
         let (mac, dev_mac) = (self.mac, self.dev_mac);
         self.threads.push(std::thread::spawn(move || {
             fifo(50);
@@ -604,16 +627,6 @@ impl Peer {
                             } else if fid == 0xFE01 || fid == 0xFC01 {
                                 rta.lock().unwrap().handle(&payload[2..], now_p());
                             }
-                        }
-                    }
-                }
-                // Peer watchdog.
-                if st.armed.load(Ordering::Acquire) {
-                    let last = *st.last_rx.lock().unwrap();
-                    if let Some(l) = last {
-                        if now.duration_since(l) > dht {
-                            st.watchdog_trips.fetch_add(1, Ordering::Relaxed);
-                            st.armed.store(false, Ordering::Release);
                         }
                     }
                 }
@@ -671,6 +684,86 @@ impl Peer {
 impl Drop for Peer {
     fn drop(&mut self) {
         self.stop_cyclic();
+    }
+}
+
+/// An in-process packet capture on the peer's NIC (AF_PACKET, ETH_P_ALL: both directions,
+/// RT and UDP), used instead of tcpdump so the test does not depend on its privilege dropping.
+pub struct Capture {
+    pub frames: Arc<Mutex<Vec<Vec<u8>>>>,
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Capture {
+    pub fn start(ns: &PeerNs, nic: &str, max_frames: usize) -> Capture {
+        let nic = nic.to_string();
+        let fd = ns.in_ns(move || {
+            let c = std::ffi::CString::new(nic).unwrap();
+            // SAFETY: plain syscalls, results checked.
+            unsafe {
+                let idx = libc::if_nametoindex(c.as_ptr());
+                assert!(idx != 0, "capture: no such NIC");
+                let proto = (libc::ETH_P_ALL as u16).to_be() as i32;
+                let fd = libc::socket(libc::AF_PACKET, libc::SOCK_RAW, proto);
+                assert!(fd >= 0, "capture socket");
+                let mut sll: libc::sockaddr_ll = std::mem::zeroed();
+                sll.sll_family = libc::AF_PACKET as u16;
+                sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+                sll.sll_ifindex = idx as i32;
+                let rc = libc::bind(
+                    fd,
+                    &sll as *const _ as *const libc::sockaddr,
+                    std::mem::size_of::<libc::sockaddr_ll>() as u32,
+                );
+                assert_eq!(rc, 0, "capture bind");
+                let tv = libc::timeval {
+                    tv_sec: 0,
+                    tv_usec: 100_000,
+                };
+                libc::setsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    libc::SO_RCVTIMEO,
+                    &tv as *const _ as *const libc::c_void,
+                    std::mem::size_of::<libc::timeval>() as u32,
+                );
+                fd
+            }
+        });
+        let frames = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (f2, s2) = (frames.clone(), stop.clone());
+        let handle = std::thread::spawn(move || {
+            let mut buf = vec![0u8; 2048];
+            while !s2.load(Ordering::Acquire) {
+                // SAFETY: valid buffer.
+                let n = unsafe {
+                    libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0)
+                };
+                if n > 0 {
+                    let mut v = f2.lock().unwrap();
+                    if v.len() < max_frames {
+                        v.push(buf[..n as usize].to_vec());
+                    }
+                }
+            }
+            // SAFETY: our descriptor.
+            unsafe { libc::close(fd) };
+        });
+        Capture {
+            frames,
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    pub fn stop(&mut self) -> Vec<Vec<u8>> {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+        std::mem::take(&mut *self.frames.lock().unwrap())
     }
 }
 
