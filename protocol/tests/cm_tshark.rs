@@ -738,7 +738,7 @@ fn fragmented_request_reassembled_by_tshark_and_fack() {
 }
 
 #[test]
-fn fault_and_reject() {
+fn fault_reject_and_bodiless_replies() {
     if !pn_testkit::env::require_tshark() {
         return;
     }
@@ -754,12 +754,24 @@ fn fault_and_reject() {
         let reject = FaultBody {
             status: reject_status::NCA_UNK_IF,
         };
+        // Bodiless replies: working, nocall, cancel-ack (and a ping from the client).
+        let working_h = RpcHeader::reply_to(&rh, PacketType::Working);
+        let nocall_h = RpcHeader::reply_to(&rh, PacketType::Nocall);
+        let mut ping_h = rh;
+        ping_h.packet_type = PacketType::Ping;
         let frames = vec![
             to_device(&reqp),
             to_controller(&RpcPacket::new(fault_h, fault.emit(drep)).emit().unwrap()),
             to_controller(&RpcPacket::new(reject_h, reject.emit(drep)).emit().unwrap()),
+            to_device(&RpcPacket::new(ping_h, vec![]).emit().unwrap()),
+            to_controller(&RpcPacket::new(working_h, vec![]).emit().unwrap()),
+            to_controller(&RpcPacket::new(nocall_h, vec![]).emit().unwrap()),
         ];
         let p = dissect(&frames);
+        for (i, h, t) in [(3, &ping_h, 1), (4, &working_h, 4), (5, &nocall_h, 5)] {
+            check_rpc_header(&p[i], h, 0);
+            assert_eq!(p[i].uint("dcerpc.pkt_type"), t);
+        }
         check_rpc_header(&p[1], &fault_h, 4);
         assert_eq!(p[1].uint("dcerpc.pkt_type"), 3);
         assert_eq!(

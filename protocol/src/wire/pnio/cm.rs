@@ -720,6 +720,33 @@ pub(crate) mod tests {
         }
 
         #[test]
+        fn connect_request_any_order_round_trip(keys in proptest::collection::vec(any::<u32>(), 5..9),
+                                                extra in proptest::collection::vec((0x0105u16..0x0110, proptest::collection::vec(any::<u8>(), 0..12)), 0..4)) {
+            // The sample blocks plus opaque ones, shuffled: parse -> emit reproduces the bytes.
+            let req = sample_connect_request();
+            let mut parts: Vec<Vec<u8>> = Vec::new();
+            let mut w = Writer::new();
+            req.ar.emit(&mut w).unwrap();
+            parts.push(core::mem::take(&mut w.buf));
+            for i in &req.iocrs { i.emit(&mut w).unwrap(); parts.push(core::mem::take(&mut w.buf)); }
+            req.alarm_cr.unwrap().emit(&mut w).unwrap();
+            parts.push(core::mem::take(&mut w.buf));
+            for e in &req.expected { e.emit(&mut w).unwrap(); parts.push(core::mem::take(&mut w.buf)); }
+            for (t, body) in &extra {
+                RawBlock::new(*t, (1, 0), body.clone()).unwrap().emit(&mut w).unwrap();
+                parts.push(core::mem::take(&mut w.buf));
+            }
+            let mut order: Vec<usize> = (0..parts.len()).collect();
+            order.sort_by_key(|&i| keys.get(i).copied().unwrap_or(i as u32));
+            let data: Vec<u8> = order.iter().flat_map(|&i| parts[i].clone()).collect();
+            let p = ConnectRequest::parse(&data).unwrap();
+            prop_assert_eq!(p.iocrs.len(), 2);
+            prop_assert_eq!(p.other.len(), extra.len());
+            prop_assert_eq!(p.emit().unwrap(), data.clone());
+            prop_assert_eq!(CmMessage::parse(&data).map(|m| m.emit().unwrap()).unwrap_or_else(|_| data.clone()), data);
+        }
+
+        #[test]
         fn connect_mutations_never_panic(i in 0usize..400, v in any::<u8>()) {
             let mut d = sample_connect_request().emit().unwrap();
             if let Some(x) = d.get_mut(i) {
