@@ -1,0 +1,221 @@
+//! GSDML: the shipped file matches the embedded default configuration, and the `pn-gsdml`
+//! command's output for every shipped configuration is read back by an independent GSDML parser
+//! (profinet-py's `profinet.gsdml`, PyPI package `profinet-py`) plus explicit structural checks
+//! (python's xml.etree), and agrees with what the device reports (the same parsed config).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use pn_device::config::RuntimeConfig;
+use pn_device::gsdml::{generate, GsdmlOptions};
+use serde_json::Value;
+
+fn manifest() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn shipped_gsdml_matches_the_embedded_default_configuration() {
+    let dir = manifest().join("gsdml");
+    let files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "xml"))
+        .collect();
+    assert_eq!(files.len(), 1, "exactly one shipped GSDML: {files:?}");
+    let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
+    // PI naming convention: GSDML-<schema>-<manufacturer>-<family>-<yyyymmdd>.xml
+    let parts: Vec<&str> = name.trim_end_matches(".xml").split('-').collect();
+    assert_eq!(parts[0], "GSDML");
+    assert_eq!(parts[1], "V2.43");
+    let date = parts.last().unwrap();
+    assert!(
+        date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit()),
+        "{name}"
+    );
+    let shipped = std::fs::read_to_string(&files[0]).unwrap();
+    let cfg = RuntimeConfig::load(None).unwrap();
+    let generated = generate(&cfg, &GsdmlOptions::default()).unwrap();
+    assert!(
+        shipped == generated,
+        "device/gsdml/{name} is stale: regenerate with \
+         `cargo run -p pn-device --bin pn-gsdml -- --out device/gsdml --date {date}`"
+    );
+}
+
+const CHECK: &str = r#"
+import json, sys
+import xml.etree.ElementTree as ET
+from profinet import gsdml as g
+
+path = sys.argv[1]
+ns = {"g": "http://www.profibus.com/GSDML/2003/11/DeviceProfile"}
+root = ET.parse(path).getroot()
+assert root.tag == "{%s}ISO15745Profile" % ns["g"], root.tag
+problems = []
+ids = [e.get("ID") for e in root.iter() if e.get("ID") is not None]
+if len(ids) != len(set(ids)):
+    problems.append("duplicate IDs")
+texts = {t.get("TextId") for t in root.iter("{%s}Text" % ns["g"])}
+for e in root.iter():
+    t = e.get("TextId")
+    if t is not None and not e.tag.endswith("}Text") and t not in texts:
+        problems.append("undefined TextId " + t)
+modules = {m.get("ID") for m in root.iter("{%s}ModuleItem" % ns["g"])}
+for r in root.iter("{%s}ModuleItemRef" % ns["g"]):
+    if r.get("ModuleItemTarget") not in modules:
+        problems.append("dangling ModuleItemTarget " + r.get("ModuleItemTarget"))
+    if not set(r.get("FixedInSlots", "").split()) <= set(r.get("AllowedInSlots", "").split()):
+        problems.append("FixedInSlots outside AllowedInSlots")
+dap = root.find(".//g:DeviceAccessPointItem", ns)
+for attr in ["PNIO_Version", "ModuleIdentNumber", "MinDeviceInterval", "DNS_CompatibleName",
+             "FixedInSlots", "ObjectUUID_LocalIndex", "PhysicalSlots"]:
+    if dap.get(attr) is None:
+        problems.append("DAP lacks " + attr)
+itf = root.find(".//g:InterfaceSubmoduleItem", ns)
+tp = itf.find(".//g:TimingProperties", ns)
+ar = itf.find("g:ApplicationRelations", ns)
+for a in ["CertificationInfo", "IOConfigData", "ModuleInfo"]:
+    if dap.find("g:" + a, ns) is None:
+        problems.append("DAP lacks " + a)
+
+dev = g.load_gsdml(path)
+d = dev.get_dap()
+out = {
+    "problems": problems,
+    "vendor_id": dev.vendor_id, "device_id": dev.device_id,
+    "dap_ident": d.module_ident,
+    "dap_submodules": [[s.submodule_ident, s.input_length, s.output_length] for s in d.submodules],
+    "system": [[s.subslot_number, s.submodule_ident] for s in d.system_submodules],
+    "fixed_slots": d.fixed_slots,
+    "modules": {m.id: {"ident": m.module_ident,
+                        "subs": [[s.submodule_ident, s.input_length, s.output_length] for s in m.submodules]}
+                for m in dev.modules.values()},
+    "min_device_interval": int(dap.get("MinDeviceInterval")),
+    "send_clock": tp.get("SendClock"), "reduction_ratio": tp.get("ReductionRatio"),
+    "startup_mode": ar.get("StartupMode"), "rt_classes": itf.get("SupportedRT_Classes"),
+    "protocols": itf.get("SupportedProtocols"),
+    "dns_name": dap.get("DNS_CompatibleName"),
+    "writeable_im": root.find(".//g:DeviceAccessPointItem/g:VirtualSubmoduleList/g:VirtualSubmoduleItem", ns).get("Writeable_IM_Records"),
+}
+print(json.dumps(out))
+"#;
+
+fn python_with_profinet() -> bool {
+    Command::new("python3")
+        .args(["-c", "import profinet.gsdml"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+fn check_with_profinet_py(cfg_path: Option<&Path>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pn-gsdml"));
+    cmd.args(["--out", tmp.path().to_str().unwrap(), "--date", "20261123"]);
+    if let Some(p) = cfg_path {
+        cmd.args(["--config", p.to_str().unwrap()]);
+    }
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let written = PathBuf::from(String::from_utf8(o.stdout).unwrap().trim());
+    assert!(written.starts_with(tmp.path()));
+    let o = Command::new("python3")
+        .args(["-c", CHECK, written.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["problems"], serde_json::json!([]), "{v}");
+
+    let cfg = RuntimeConfig::load(cfg_path).unwrap();
+    assert_eq!(v["vendor_id"], u64::from(cfg.vendor_id));
+    assert_eq!(v["device_id"], u64::from(cfg.device_id));
+    let dap = cfg.modules.iter().find(|m| m.slot == 0).unwrap();
+    assert_eq!(v["dap_ident"], u64::from(dap.ident));
+    for s in &dap.submodules {
+        if s.subslot >= 0x8000 {
+            assert!(
+                v["system"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&serde_json::json!([s.subslot, s.ident])),
+                "{v}"
+            );
+        }
+    }
+    assert_eq!(v["min_device_interval"], 32);
+    assert_eq!(v["send_clock"], "32");
+    assert_eq!(v["reduction_ratio"], "1 2 4 8 16 32 64 128 256 512");
+    assert_eq!(v["startup_mode"], "Legacy;Advanced");
+    assert_eq!(v["rt_classes"], "RT_CLASS_1");
+    assert_eq!(v["protocols"], "SNMP;LLDP");
+    assert_eq!(v["writeable_im"], "1 2 3 4");
+    if !cfg.station_name.is_empty() {
+        assert_eq!(v["dns_name"], cfg.station_name.as_str());
+    }
+    // Every configured module: in its slot, same ident numbers, GSDML Input = device ->
+    // controller (config OutputLength), Output = controller -> device (config InputLength).
+    for m in cfg.modules.iter().filter(|m| m.slot != 0) {
+        let id = format!("IDM_{:08X}", m.ident);
+        let gm = &v["modules"][&id];
+        assert_eq!(gm["ident"], u64::from(m.ident), "{id}");
+        assert!(
+            v["fixed_slots"][&id]
+                .as_array()
+                .unwrap()
+                .contains(&serde_json::json!(m.slot)),
+            "{id} not fixed in slot {}",
+            m.slot
+        );
+        let subs: Vec<Value> = m
+            .submodules
+            .iter()
+            .map(|s| serde_json::json!([s.ident, s.output_length, s.input_length]))
+            .collect();
+        assert_eq!(gm["subs"], Value::Array(subs), "{id}");
+    }
+}
+
+#[test]
+fn pn_gsdml_output_is_read_back_by_profinet_py_for_every_shipped_configuration() {
+    if !pn_testkit::env::require(
+        python_with_profinet(),
+        "python3 with profinet-py (pip install -r ci/requirements.txt)",
+    ) {
+        return;
+    }
+    check_with_profinet_py(None);
+    let examples = manifest().join("config/examples");
+    let mut n = 0;
+    for e in std::fs::read_dir(examples).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "xml") {
+            check_with_profinet_py(Some(&p));
+            n += 1;
+        }
+    }
+    assert!(n >= 2);
+}
+
+#[test]
+fn pn_gsdml_refuses_a_broken_configuration() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad.xml");
+    std::fs::write(
+        &bad,
+        "<PnDeviceConfiguration><VendorID>1</VendorID></PnDeviceConfiguration>",
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_pn-gsdml"))
+        .args(["--config", bad.to_str().unwrap(), "--stdout"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("DeviceID"));
+    let o = Command::new(env!("CARGO_BIN_EXE_pn-gsdml"))
+        .args(["--date", "2026-11-23"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
