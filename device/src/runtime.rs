@@ -1295,3 +1295,194 @@ impl Runtime {
         self.lock().alarms.raise(key, severity, source, message);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Rows of the spec section 3 table that need a failing data plane (not reproducible with
+    //! a real NIC): a scripted plane returns the configured start errors.
+    use super::*;
+    use crate::dataplane::{LinkState, NicInfo, ProbeError, StartError};
+
+    struct FakePlane {
+        next: Mutex<Vec<Result<(), StartError>>>,
+        starts: Mutex<Vec<StartMode>>,
+    }
+
+    impl DataPlane for FakePlane {
+        fn kind(&self) -> &'static str {
+            "fake"
+        }
+        fn probe(&self, nic: &str) -> Result<NicInfo, ProbeError> {
+            Ok(NicInfo {
+                name: nic.into(),
+                index: 1,
+                mac: None,
+                link: LinkState {
+                    present: true,
+                    up: true,
+                    operstate: "up".into(),
+                },
+            })
+        }
+        fn start(
+            &self,
+            _cfg: &StackConfig,
+            _image: Arc<ProcessImage>,
+            _events: EventSink,
+            mode: StartMode,
+        ) -> Result<(), StartError> {
+            self.starts.lock().unwrap().push(mode);
+            self.next.lock().unwrap().pop().unwrap_or(Ok(()))
+        }
+        fn stop(&self) {}
+        fn teardown(&self) {}
+        fn status(&self) -> PlaneStatus {
+            PlaneStatus {
+                running: true,
+                link_up: true,
+                port_present: true,
+                ..Default::default()
+            }
+        }
+        fn command(&self, _cmd: StackCommand) {}
+    }
+
+    fn err(failure: StartFailure, code: i32) -> Result<(), StartError> {
+        Err(StartError {
+            failure,
+            code,
+            message: "scripted".into(),
+        })
+    }
+
+    fn runtime(
+        results: Vec<Result<(), StartError>>,
+    ) -> (Arc<Runtime>, Arc<FakePlane>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut settings = Settings::embedded();
+        settings.persistence_dir = dir.path().join("p");
+        settings.licence_path = dir.path().join("l.json");
+        let key = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("testdata/dev-licence-private-key.txt"),
+        )
+        .unwrap();
+        let key = licence::parse_private_key(key.lines().last().unwrap()).unwrap();
+        let now = crate::util::unix_now();
+        let payload = licence::Payload {
+            licensee: "t".into(),
+            product: licence::PRODUCT.into(),
+            serial: "1".into(),
+            issued_at: now,
+            not_before: now - 10,
+            not_after: now + 3600,
+            binding: licence::Binding {
+                machine_id: None,
+                mac: None,
+                any: Some(true),
+            },
+        };
+        std::fs::write(&settings.licence_path, licence::issue(&key, &payload)).unwrap();
+        let mut results = results;
+        results.reverse();
+        let plane = Arc::new(FakePlane {
+            next: Mutex::new(results),
+            starts: Mutex::new(vec![]),
+        });
+        let rt = Runtime::new(settings, plane.clone(), Some("fake0".into()), None);
+        (rt, plane, dir)
+    }
+
+    #[tokio::test]
+    async fn control_plane_failure_goes_to_stopped_with_the_start_code() {
+        let (rt, _p, _d) = runtime(vec![err(StartFailure::ControlPlane, error_code::ERR_DAP)]);
+        let r = rt.start().await;
+        assert_eq!(r["ok"], false);
+        assert_eq!(r["errorCode"], -6);
+        assert_eq!(rt.state(), RunState::Stopped);
+        assert_eq!(rt.status()["errorCode"], -6);
+    }
+
+    #[tokio::test]
+    async fn data_plane_open_failure_goes_to_config_error() {
+        let (rt, _p, _d) = runtime(vec![err(StartFailure::DataPlaneOpen, 19)]);
+        let r = rt.start().await;
+        assert_eq!(r["errorCode"], 19);
+        assert_eq!(rt.state(), RunState::ConfigError);
+        assert!(rt.status()["statusMessage"]
+            .as_str()
+            .unwrap()
+            .contains("fake0"));
+    }
+
+    #[tokio::test]
+    async fn reuse_path_failures_go_to_stopped() {
+        // start ok, stop, reuse start fails in the stack -> Stopped with its code
+        let (rt, p, _d) = runtime(vec![
+            Ok(()),
+            err(StartFailure::ReuseStack, error_code::ERR_INIT),
+        ]);
+        assert_eq!(rt.start().await["ok"], true);
+        rt.stop().await;
+        let r = rt.start().await;
+        assert_eq!(r["ok"], false);
+        assert_eq!(rt.state(), RunState::Stopped);
+        assert_eq!(rt.status()["errorCode"], -1);
+        assert_eq!(
+            *p.starts.lock().unwrap(),
+            vec![StartMode::Fresh, StartMode::Reuse]
+        );
+        // the failed reuse tore the instance down: the next start is fresh
+        assert_eq!(rt.start().await["ok"], true);
+        assert_eq!(p.starts.lock().unwrap()[2], StartMode::Fresh);
+
+        // reuse-path loop failure -> Stopped with errorCode 0
+        let (rt, _p, _d) = runtime(vec![
+            Ok(()),
+            err(StartFailure::ReuseLoop, error_code::ERR_THREAD),
+        ]);
+        rt.start().await;
+        rt.stop().await;
+        let r = rt.start().await;
+        assert_eq!(r["ok"], false);
+        assert_eq!(rt.state(), RunState::Stopped);
+        assert_eq!(rt.status()["errorCode"], 0);
+    }
+
+    #[tokio::test]
+    async fn start_phase_failure_keeps_the_previous_state() {
+        let (rt, _p, _d) = runtime(vec![err(StartFailure::StartPhase, error_code::ERR_PDI)]);
+        let before = rt.state();
+        let r = rt.start().await;
+        assert_eq!(r["ok"], false);
+        assert_eq!(r["errorCode"], -5);
+        assert_eq!(rt.state(), before);
+    }
+
+    #[tokio::test]
+    async fn events_drive_data_exchange_and_abort() {
+        let (rt, _p, _d) = runtime(vec![]);
+        rt.start().await;
+        rt.handle_event(StackEvent::Connected {
+            controller: "plc".into(),
+        });
+        assert_eq!(rt.state(), RunState::DataExchange);
+        rt.handle_event(StackEvent::Aborted { reason: "x".into() });
+        assert_eq!(rt.state(), RunState::Aborted);
+        let s = rt.status();
+        assert_eq!(
+            (s["connected"].as_bool(), s["everConnected"].as_bool()),
+            (Some(false), Some(true))
+        );
+        rt.handle_event(StackEvent::Connected {
+            controller: "plc".into(),
+        });
+        assert_eq!(rt.state(), RunState::DataExchange);
+        rt.stop().await;
+        // late events after a stop do not resurrect the connection
+        rt.handle_event(StackEvent::Connected {
+            controller: "plc".into(),
+        });
+        assert_eq!(rt.state(), RunState::Stopped);
+    }
+}
