@@ -20,6 +20,7 @@ use pn_protocol::wire::field::Writer;
 use pn_protocol::wire::pnio::alarm::{AlarmPdu, AlarmPriority};
 use pn_protocol::wire::pnio::block::blocks;
 use pn_protocol::wire::pnio::control::{self, ControlBlock};
+use pn_protocol::wire::pnio::im::ImRecord;
 use pn_protocol::wire::pnio::module_diff::ModuleDiffBlock;
 use pn_protocol::wire::pnio::record::{
     self, ReadReqHeaderRepr, ReadRequest, ReadResponse, RecordAddress, WriteRecord,
@@ -194,7 +195,7 @@ pub(crate) struct ArInner {
     pub layout: IoLayout,
     pub timing: ArTiming,
     pub ids: ArIds,
-    pub device_mac: MacAddr,
+    pub device_mac: Mutex<MacAddr>,
     pub device_ip: Ipv4Addr,
     pub object: Uuid,
     pub activity: Uuid,
@@ -463,7 +464,7 @@ impl Shared {
         if id.is_cyclic() {
             let ars = self.ars.read().unwrap_or_else(|p| p.into_inner());
             for ar in ars.iter() {
-                if ar.device_mac != eth.src {
+                if ar.mac() != eth.src {
                     continue;
                 }
                 let (in_id, _) = *ar.frame_ids.lock().unwrap_or_else(|p| p.into_inner());
@@ -487,7 +488,7 @@ impl Shared {
         }
         if id.0 == wrta::FRAME_ID_ALARM_HIGH || id.0 == wrta::FRAME_ID_ALARM_LOW {
             let ars = self.ars.read().unwrap_or_else(|p| p.into_inner()).clone();
-            for ar in ars.iter().filter(|a| a.device_mac == eth.src) {
+            for ar in ars.iter().filter(|a| a.mac() == eth.src) {
                 self.on_alarm_frame(ar, id.0, &payload[2..], now);
             }
         }
@@ -619,7 +620,7 @@ impl Shared {
                 VlanTag::RT_ALARM_LOW
             };
             let eth = EthernetRepr {
-                dst: ar.device_mac,
+                dst: ar.mac(),
                 src: self.info.mac,
                 vlan: Some(vlan),
                 ethertype: ethernet::ethertype::PROFINET,
@@ -785,6 +786,10 @@ impl Shared {
 }
 
 impl ArInner {
+    pub(crate) fn mac(&self) -> MacAddr {
+        *self.device_mac.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn state(&self) -> ArState {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
@@ -803,7 +808,7 @@ impl ArInner {
                 self.timing.data_hold_factor,
                 now + Duration::from_millis(1000),
             )
-            .with_source(self.device_mac)
+            .with_source(self.mac())
             .with_c_sdu_len(self.layout.input.data_length as usize);
             io.consumer = Some(c);
         }
@@ -969,6 +974,13 @@ impl Controller {
             std::thread::Builder::new()
                 .name("pnc-rx".into())
                 .spawn(move || {
+                    // The receive thread feeds the consumer watchdog: when real-time scheduling
+                    // is asked for, it runs SCHED_FIFO too, one step below the cyclic thread.
+                    let rx_rt = RealtimeOptions {
+                        fifo_priority: s.cfg.realtime.fifo_priority.map(|p| (p - 1).max(1)),
+                        lock_memory: false,
+                    };
+                    rtsched::apply_to_current_thread(rx_rt);
                     let mut buf = vec![0u8; 2048];
                     let mut last_poll = rtsched::now();
                     while !s.stop.load(Ordering::Relaxed) {
@@ -1103,16 +1115,13 @@ impl Controller {
         let mut model = cfg.model.clone();
         model.validate().map_err(Error::Config)?;
         let station = model.station_name.clone();
-        let dev = self
-            .dcp_identify_name(&station, StdDuration::from_millis(1500))?
-            .ok_or_else(|| {
-                Error::NotFound(format!("no device answers DCP Identify for '{station}'"))
-            })?;
-        let device_ip = match (cfg.device_ip, dev.ip) {
+        let dev = self.dcp_identify_name(&station, StdDuration::from_millis(1000))?;
+        let device_ip = match (cfg.device_ip, dev.as_ref().and_then(|d| d.ip)) {
             (Some(want), Some(have)) if want == have => want,
-            (Some(want), _) if cfg.assign_ip => {
+            (Some(want), Some(_)) if cfg.assign_ip => {
+                let mac = dev.as_ref().map(|d| d.mac).unwrap_or(MacAddr::ZERO);
                 self.dcp_set_ip(
-                    dev.mac,
+                    mac,
                     want,
                     Ipv4Addr::new(255, 255, 255, 0),
                     Ipv4Addr::UNSPECIFIED,
@@ -1120,8 +1129,15 @@ impl Controller {
                 )?;
                 want
             }
+            // Without a DCP answer the device is reached by its given IP; its MAC comes from
+            // the ARBlockRes (CMResponderMacAdd).
             (Some(want), _) => want,
             (None, Some(have)) if !have.is_unspecified() => have,
+            (None, None) if dev.is_none() => {
+                return Err(Error::NotFound(format!(
+                    "no device answers DCP Identify for '{station}' (give its IP to connect without DCP)"
+                )))
+            }
             _ => {
                 return Err(Error::Config(format!(
                     "device '{station}' has no IP address; give one"
@@ -1171,7 +1187,7 @@ impl Controller {
             layout,
             timing,
             ids,
-            device_mac: dev.mac,
+            device_mac: Mutex::new(dev.as_ref().map(|d| d.mac).unwrap_or(MacAddr::ZERO)),
             device_ip,
         });
         sh.ars
@@ -1249,6 +1265,17 @@ impl ArHandle {
                 status: resp.status,
             });
         }
+        if let Some(arres) = &result.ar {
+            let m = MacAddr(arres.cm_responder_mac);
+            if !m.is_multicast() && m != MacAddr::ZERO {
+                *a.device_mac.lock().unwrap_or_else(|p| p.into_inner()) = m;
+            }
+        }
+        if a.mac() == MacAddr::ZERO {
+            return Err(Error::Protocol(
+                "device MAC unknown (no DCP answer, no ARBlockRes)".into(),
+            ));
+        }
         let in_id = result.input_frame_id.unwrap_or(a.ids.input_frame_id);
         let out_id = result.output_frame_id.unwrap_or(a.ids.output_frame_id);
         *a.frame_ids.lock().unwrap_or_else(|p| p.into_inner()) = (in_id, out_id);
@@ -1258,7 +1285,7 @@ impl ArHandle {
         {
             let mut io = a.io.lock().unwrap_or_else(|p| p.into_inner());
             let eth = EthernetRepr {
-                dst: a.device_mac,
+                dst: a.mac(),
                 src: sh.info.mac,
                 vlan: Some(VlanTag::RT_CYCLIC),
                 ethertype: ethernet::ethertype::PROFINET,
@@ -1271,7 +1298,7 @@ impl ArHandle {
                     a.timing.data_hold_factor,
                     now + Duration::from_millis(1000),
                 )
-                .with_source(a.device_mac)
+                .with_source(a.mac())
                 .with_c_sdu_len(a.layout.input.data_length as usize),
             );
             io.started_at = now;
@@ -1478,7 +1505,7 @@ impl ArHandle {
         ArStatus {
             id: self.ar.id,
             station_name: self.ar.model.station_name.clone(),
-            device_mac: self.ar.device_mac.to_string(),
+            device_mac: self.ar.mac().to_string(),
             device_ip: self.ar.device_ip.to_string(),
             state: self.ar.state(),
             cycle_us: self.ar.timing.cycle_ns() / 1000,
@@ -1556,6 +1583,26 @@ impl ArHandle {
                 status: st,
             })
         }
+    }
+
+    /// Read I&M`n` (0..=4) of a submodule (DAP: slot 0, subslot 1) and decode it.
+    pub fn read_im(&self, slot: u16, subslot: u16, n: u8) -> Result<ImRecord, Error> {
+        let idx = record::index::IM0 + u16::from(n.min(15));
+        let data = self.read_record(slot, subslot, idx, 256)?;
+        ImRecord::parse(&data).map_err(|e| Error::Protocol(format!("I&M{n}: {e}")))
+    }
+
+    /// Write an I&M1..4 record (encoded with its block header, as the standard requires).
+    pub fn write_im(&self, slot: u16, subslot: u16, rec: &ImRecord) -> Result<(), Error> {
+        let idx = match rec {
+            ImRecord::Im1(_) => record::index::IM1,
+            ImRecord::Im2(_) => record::index::IM2,
+            ImRecord::Im3(_) => record::index::IM3,
+            ImRecord::Im4(_) => record::index::IM4,
+            _ => return Err(Error::Config("only I&M1..4 are writable".into())),
+        };
+        let data = rec.to_bytes().map_err(|e| Error::Protocol(e.to_string()))?;
+        self.write_record(slot, subslot, idx, &data)
     }
 
     /// Orderly end: Release, then stop the provider.

@@ -39,6 +39,8 @@ use pn_protocol::wire::rta::RtaRepr;
 
 pub use pn_testkit::netns::{NetNs, Veth};
 
+pub mod device;
+
 pub const CTL_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
 pub const DEV_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
 

@@ -1,0 +1,447 @@
+//! Fault injection against the real pn-device daemon: each mode, and the device's reaction as
+//! its HTTP API shows it (GET /api/status, /api/diag, /api/io, /api/im). Each test has its own
+//! pair of namespaces, so they run in parallel.
+//!
+//! Timing: 4 ms cycle (SendClockFactor 128, ReductionRatio 1). Tests that must NOT trip the
+//! watchdog use DataHoldFactor 24 (96 ms), far above the 1.5-20 ms stalls seen on this
+//! machine; tests that expect a trip use the same value and stop the valid frames.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::device::{Rig, DEV_IP};
+use pn_controller::faults::{malformed_dcp_frames, malformed_rpc_payloads};
+use pn_controller::{AlarmAckFault, AppReadyFault, ArState, Error, Faults};
+use pn_protocol::wire::pnio::im::{Im1, ImRecord};
+use serde_json::json;
+
+const DHF: u16 = 24;
+
+fn up(
+    tag: &str,
+    faults: Faults,
+) -> Option<(Rig, pn_controller::Controller, pn_controller::ArHandle)> {
+    if !pn_testkit::env::require_root() {
+        return None;
+    }
+    let rig = Rig::start(tag, 4);
+    let ctl = rig.controller(128);
+    let h = rig
+        .connect(&ctl, 1, DHF, faults)
+        .unwrap_or_else(|e| panic!("connect: {e}\n{}", rig.log()));
+    rig.wait("device DataExchange", Duration::from_secs(5), || {
+        rig.status()["connected"] == true
+    });
+    Some((rig, ctl, h))
+}
+
+fn device_lost(rig: &Rig) -> bool {
+    let s = rig.status();
+    s["connected"] == false && s["state"] == "Aborted"
+}
+
+#[test]
+fn stop_outputs_trips_device_watchdog() {
+    let Some((rig, _ctl, h)) = up("pnf1", Faults::default()) else {
+        return;
+    };
+    let trips = rig.counter("watchdogTrips");
+    h.set_faults(Faults {
+        stop_outputs: true,
+        ..Faults::default()
+    });
+    rig.wait("device watchdog trip", Duration::from_secs(3), || {
+        rig.counter("watchdogTrips") == trips + 1
+    });
+    rig.wait("device state Aborted", Duration::from_secs(2), || {
+        device_lost(&rig)
+    });
+    assert_eq!(rig.status()["everConnected"], true);
+    assert!(
+        rig.diag()["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("watchdog"),
+        "{}",
+        rig.diag()
+    );
+}
+
+#[test]
+fn provider_stop_and_bad_iops_mark_device_inputs_bad() {
+    let Some((rig, _ctl, h)) = up("pnf2", Faults::default()) else {
+        return;
+    };
+    let iops = || rig.io()["inputIopsHex"].as_str().unwrap_or("").to_string();
+    rig.wait("IOPS good", Duration::from_secs(2), || iops() == "80");
+    h.set_faults(Faults {
+        provider_stop: true,
+        ..Faults::default()
+    });
+    rig.wait("IOPS bad on provider STOP", Duration::from_secs(2), || {
+        iops() == "00"
+    });
+    h.set_faults(Faults::default());
+    rig.wait("IOPS good again", Duration::from_secs(2), || iops() == "80");
+    h.set_faults(Faults {
+        bad_iops: true,
+        ..Faults::default()
+    });
+    rig.wait("IOPS bad on bad IOPS", Duration::from_secs(2), || {
+        iops() == "00"
+    });
+    // Neither is a communication fault: the AR stays.
+    assert_eq!(rig.status()["connected"], true);
+    assert_eq!(rig.counter("watchdogTrips"), 0);
+    assert_eq!(h.state(), ArState::DataExchange);
+}
+
+#[test]
+fn wrong_and_unknown_frame_ids_are_dropped_and_trip() {
+    let Some((rig, _ctl, h)) = up("pnf3", Faults::default()) else {
+        return;
+    };
+    let dropped = rig.counter("droppedFrames");
+    // A FrameID of the RT_CLASS_1 range that is not this AR's.
+    h.set_faults(Faults {
+        frame_id_override: Some(0xC0FE),
+        ..Faults::default()
+    });
+    rig.wait("device watchdog trip", Duration::from_secs(3), || {
+        rig.counter("watchdogTrips") == 1
+    });
+    assert!(rig.counter("droppedFrames") > dropped + 5, "{}", rig.diag());
+    rig.wait("device state Aborted", Duration::from_secs(2), || {
+        device_lost(&rig)
+    });
+    // An unknown (reserved) FrameID: counted as dropped too.
+    let d2 = rig.counter("droppedFrames");
+    h.set_faults(Faults {
+        frame_id_override: Some(0xFFF0),
+        ..Faults::default()
+    });
+    rig.wait("unknown FrameIDs dropped", Duration::from_secs(2), || {
+        rig.counter("droppedFrames") > d2 + 5
+    });
+}
+
+#[test]
+fn duplicated_frames_are_ignored_without_trip() {
+    let Some((rig, _ctl, h)) = up("pnf4", Faults::default()) else {
+        return;
+    };
+    let rx0 = rig.counter("stackFramesRx");
+    let tx0 = h.status().frames_sent;
+    h.set_faults(Faults {
+        duplicate_frames: true,
+        ..Faults::default()
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let rx1 = rig.counter("stackFramesRx");
+    let tx1 = h.status().frames_sent;
+    // Every cycle arrives twice.
+    let (rx, tx) = (rx1 - rx0, (tx1 - tx0) as i64);
+    assert!(rx >= tx * 2 - 10, "rx {rx} tx {tx}");
+    assert_eq!(rig.counter("watchdogTrips"), 0);
+    assert_eq!(rig.status()["connected"], true);
+    // Data still flows.
+    h.set_outputs(0, &[5, 6, 7, 8]).unwrap();
+    rig.wait("data with duplicates", Duration::from_secs(2), || {
+        rig.io()["inputHex"] == "05060708"
+    });
+}
+
+#[test]
+fn corrupted_frames_are_counted_invalid_and_trip() {
+    let Some((rig, _ctl, h)) = up("pnf5", Faults::default()) else {
+        return;
+    };
+    let inv = rig.counter("invalidFrames");
+    h.set_faults(Faults {
+        corrupt_frames: true,
+        ..Faults::default()
+    });
+    rig.wait("device watchdog trip", Duration::from_secs(3), || {
+        rig.counter("watchdogTrips") == 1
+    });
+    assert!(rig.counter("invalidFrames") > inv + 10, "{}", rig.diag());
+    rig.wait("device state Aborted", Duration::from_secs(2), || {
+        device_lost(&rig)
+    });
+}
+
+#[test]
+fn delayed_application_ready_response_is_retried_by_device() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    let rig = Rig::start("pnf6", 4);
+    let ctl = rig.controller(128);
+    let t0 = Instant::now();
+    let h = rig
+        .connect(
+            &ctl,
+            1,
+            DHF,
+            Faults {
+                app_ready: AppReadyFault::Delay(Duration::from_millis(1500)),
+                ..Faults::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}\n{}", rig.log()));
+    assert_eq!(h.state(), ArState::DataExchange);
+    rig.wait("device DataExchange", Duration::from_secs(5), || {
+        rig.status()["connected"] == true
+    });
+    assert!(t0.elapsed() >= Duration::from_millis(1400));
+    h.set_outputs(0, &[1, 1, 2, 3]).unwrap();
+    rig.wait("data", Duration::from_secs(2), || {
+        rig.io()["inputHex"] == "01010203"
+    });
+}
+
+#[test]
+fn dropped_application_ready_response_ends_the_ar() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    let rig = Rig::start("pnf7", 4);
+    let ctl = rig.controller(128);
+    let mut c = pn_controller::ArConfig::new(rig.model());
+    c.device_ip = Some(DEV_IP);
+    c.timing.reduction_ratio = 1;
+    c.timing.data_hold_factor = DHF;
+    c.timing.watchdog_factor = DHF;
+    // CMInitiatorActivityTimeoutFactor 30 = 3 s for the device to give up.
+    c.timing.activity_timeout_factor = 30;
+    c.faults = Faults {
+        app_ready: AppReadyFault::Drop,
+        ..Faults::default()
+    };
+    c.app_ready_timeout = Duration::from_secs(2);
+    let e = ctl
+        .connect(c)
+        .err()
+        .expect("no ApplicationReady confirmation -> no AR");
+    assert!(matches!(e, Error::Timeout(_)), "{e}");
+    rig.wait("device gives up the AR", Duration::from_secs(8), || {
+        rig.status()["connected"] == false && rig.log().contains("AR ended")
+    });
+    assert_ne!(rig.status()["state"], "DataExchange");
+}
+
+#[test]
+fn alarm_ack_normal_delayed_and_withheld() {
+    let Some((rig, ctl, h)) = up("pnf8", Faults::default()) else {
+        return;
+    };
+    let events = ctl.events();
+    let add = |ch: u16| {
+        let r = rig.http("POST", "/api/diag", Some(json!({"action": "add", "slot": 1, "subslot": 1, "channel": ch, "errorType": 1, "severity": 0})));
+        assert_eq!(r["ok"], true, "{r}");
+    };
+    // Normal: received, decoded, acknowledged.
+    add(1);
+    rig.wait("alarm ack at the device", Duration::from_secs(3), || {
+        rig.counter("stackAlarmTxAckOk") == 1
+    });
+    let al = h.alarms();
+    assert_eq!(al.len(), 1, "{al:?}");
+    assert_eq!(al[0].alarm_type_name, "Diagnosis");
+    assert_eq!((al[0].slot, al[0].subslot), (1, 1));
+    assert!(
+        al[0]
+            .diagnosis
+            .iter()
+            .any(|d| d.contains("channel 1") && d.contains("short circuit")),
+        "{al:?}"
+    );
+    assert!(events
+        .try_iter()
+        .any(|e| matches!(e, pn_controller::Event::Alarm { .. })));
+    // Delayed AlarmAck: nothing for 600 ms, then the ack.
+    h.set_faults(Faults {
+        alarm_ack: AlarmAckFault::Delay(Duration::from_millis(1200)),
+        ..Faults::default()
+    });
+    add(2);
+    let t0 = Instant::now();
+    rig.wait(
+        "second alarm at the controller",
+        Duration::from_secs(3),
+        || h.alarms().len() == 2,
+    );
+    while t0.elapsed() < Duration::from_millis(600) {
+        assert_eq!(
+            rig.counter("stackAlarmTxAckOk"),
+            1,
+            "ack came before the delay"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    rig.wait("delayed ack", Duration::from_secs(3), || {
+        rig.counter("stackAlarmTxAckOk") == 2
+    });
+    // Withheld AlarmAck (transport ACK only): the device never counts an ack.
+    h.set_faults(Faults {
+        alarm_ack: AlarmAckFault::Never,
+        ..Faults::default()
+    });
+    add(3);
+    rig.wait(
+        "third alarm at the controller",
+        Duration::from_secs(3),
+        || h.alarms().len() == 3,
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(rig.counter("stackAlarmTxAckOk"), 2);
+    assert_eq!(
+        rig.status()["connected"],
+        true,
+        "a missing AlarmAck alone does not end the AR"
+    );
+}
+
+#[test]
+fn missing_transport_ack_makes_device_abort() {
+    let Some((rig, _ctl, h)) = up(
+        "pnf9",
+        Faults {
+            alarm_ack: AlarmAckFault::NoTransportAck,
+            ..Faults::default()
+        },
+    ) else {
+        return;
+    };
+    let r = rig.http("POST", "/api/diag", Some(json!({"action": "add", "slot": 1, "subslot": 1, "channel": 7, "errorType": 2, "severity": 0})));
+    assert_eq!(r["ok"], true);
+    // RTATimeoutFactor 1 (100 ms) x RTARetries 3: the device gives up within about 0.5 s.
+    rig.wait("device aborts the AR", Duration::from_secs(5), || {
+        device_lost(&rig)
+    });
+    assert!(
+        !h.alarms().is_empty(),
+        "the alarm still reached the controller"
+    );
+}
+
+#[test]
+fn abort_ends_the_ar_at_the_device() {
+    let Some((rig, _ctl, h)) = up("pnfa", Faults::default()) else {
+        return;
+    };
+    h.abort();
+    assert!(matches!(h.state(), ArState::Aborted(_)));
+    rig.wait("device sees the abort", Duration::from_secs(3), || {
+        device_lost(&rig)
+    });
+    assert_eq!(
+        rig.counter("watchdogTrips"),
+        0,
+        "ended by ERR-RTA, before any watchdog"
+    );
+}
+
+#[test]
+fn malformed_dcp_and_rpc_are_survived() {
+    let Some((rig, ctl, h)) = up("pnfb", Faults::default()) else {
+        return;
+    };
+    let d0 = rig.diag();
+    let ctl_rx = |d: &serde_json::Value| d["rxControlFrames"].as_i64().unwrap();
+    let frames = malformed_dcp_frames(ctl.interface().mac.0);
+    for (_, f) in &frames {
+        ctl.send_frame(f).unwrap();
+    }
+    rig.wait("DCP frames received", Duration::from_secs(2), || {
+        ctl_rx(&rig.diag()) >= ctl_rx(&d0) + frames.len() as i64
+    });
+    let inv0 = rig.counter("invalidFrames");
+    let rpcs = malformed_rpc_payloads();
+    for (_, p) in &rpcs {
+        ctl.send_udp(DEV_IP, 34964, p).unwrap();
+    }
+    // The four that are not even a DCE/RPC packet are counted invalid.
+    rig.wait("RPC garbage counted", Duration::from_secs(2), || {
+        rig.counter("invalidFrames") >= inv0 + 4
+    });
+    // Still in data exchange, still answering records.
+    assert_eq!(rig.status()["connected"], true);
+    assert_eq!(rig.counter("watchdogTrips"), 0);
+    let im0 = h
+        .read_im(0, 1, 0)
+        .unwrap_or_else(|e| panic!("{e}\n{}", rig.log()));
+    assert!(matches!(im0, ImRecord::Im0(_)));
+}
+
+#[test]
+fn records_im_read_write_and_implicit_read() {
+    let Some((rig, ctl, h)) = up("pnfc", Faults::default()) else {
+        return;
+    };
+    match h.read_im(0, 1, 0).unwrap() {
+        ImRecord::Im0(im0) => {
+            assert_eq!(im0.vendor_id, 0x0493);
+            assert_eq!(im0.order_id.trim_end(), "ORDER-7");
+            assert_eq!(im0.serial_number.trim_end(), "SN-7");
+        }
+        other => panic!("{other:?}"),
+    }
+    let im1 = ImRecord::Im1(Im1 {
+        tag_function: "pump 3".into(),
+        tag_location: "hall b".into(),
+    });
+    h.write_im(0, 1, &im1).unwrap();
+    rig.wait("I&M1 in the API", Duration::from_secs(2), || {
+        rig.http("GET", "/api/im", None)["im1TagFunction"]
+            .as_str()
+            .is_some_and(|s| s.trim_end() == "pump 3")
+    });
+    match h.read_im(0, 1, 1).unwrap() {
+        ImRecord::Im1(r) => assert_eq!(r.tag_location.trim_end(), "hall b"),
+        other => panic!("{other:?}"),
+    }
+    // A record index the device does not have: negative response with the PNIORW error.
+    match h.read_record(0, 1, 0x7777, 64) {
+        Err(Error::Rejected {
+            what: "Read",
+            status,
+        }) => assert_eq!(status.error_code, 0xDE, "{status}"),
+        other => panic!("{other:?}"),
+    }
+    // Implicit read (no AR).
+    let raw = ctl
+        .read_implicit(DEV_IP, 0x0493, 0x0001, 0, 1, 0xAFF0, 256)
+        .unwrap();
+    assert!(matches!(ImRecord::parse(&raw), Ok(ImRecord::Im0(_))));
+}
+
+#[test]
+fn module_diff_for_wrong_module() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    let rig = Rig::start("pnfd", 4);
+    let ctl = rig.controller(128);
+    let mut model = rig.model();
+    model.modules[1].ident = 0x31; // the device has 0x30 in slot 1
+    let mut c = pn_controller::ArConfig::new(model);
+    c.device_ip = Some(DEV_IP);
+    c.timing.reduction_ratio = 1;
+    c.timing.data_hold_factor = DHF;
+    c.timing.watchdog_factor = DHF;
+    match ctl.connect(c) {
+        Ok(h) => {
+            let md = h.status().module_diff;
+            assert!(
+                md.iter().any(|l| l.contains("slot 1")),
+                "no ModuleDiff for slot 1: {md:?}"
+            );
+        }
+        Err(Error::Rejected { what, status }) => {
+            panic!("device rejected a wrong module instead of a ModuleDiffBlock: {what} {status}")
+        }
+        Err(e) => panic!("{e}\n{}", rig.log()),
+    }
+}
