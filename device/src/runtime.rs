@@ -294,6 +294,14 @@ impl Runtime {
         resolve_nic(self.env_nic.as_deref(), cfg, &self.settings)
     }
 
+    /// The NIC the running slave uses, else the one the configuration resolves to.
+    fn active_nic(&self, sh: &Shared) -> String {
+        match (&sh.instance, sh.state.running()) {
+            (Some(i), true) => i.nic.clone(),
+            _ => self.nic(&sh.config),
+        }
+    }
+
     fn check_licence(&self, nic: &str) -> Result<licence::Payload, String> {
         licence::check_file(
             &self.settings.licence_path,
@@ -306,7 +314,7 @@ impl Runtime {
         let _c = self.control.lock().await;
         let (running, nic) = {
             let sh = self.lock();
-            (sh.state.running(), self.nic(&sh.config))
+            (sh.state.running(), self.active_nic(&sh))
         };
         if !running {
             return;
@@ -403,7 +411,7 @@ impl Runtime {
 
     fn apply_event(&self, ev: StackEvent) {
         let mut sh = self.lock();
-        let nic = self.nic(&sh.config);
+        let nic = self.active_nic(&sh);
         match ev {
             StackEvent::LinkChanged { up } => {
                 if sh.link_up != up {
@@ -1030,7 +1038,7 @@ impl Runtime {
     pub fn status(&self) -> Value {
         let img = self.current_image();
         let sh = self.lock();
-        let nic = self.nic(&sh.config);
+        let nic = self.active_nic(&sh);
         let (alarms, critical) = sh.alarms.counts();
         let port_present = crate::dataplane::read_link_state(&nic).present;
         let ipf = |f: fn(&StoredIp) -> Ipv4Addr| {
