@@ -183,6 +183,15 @@ impl Settings {
             Some(Value::String(s)) => vec![s.clone()],
             _ => return Err("Licence:TrustedPublicKeys must be an array of hex strings".into()),
         };
+        for (i, k) in trusted_keys.iter().enumerate() {
+            crate::licence::parse_public_key(k)
+                .map_err(|e| format!("Licence:TrustedPublicKeys[{i}]: {e}"))?;
+        }
+        for k in ["Paths:PersistenceDir", "Licence:CertificatePath"] {
+            if s(k)?.trim().is_empty() {
+                return Err(format!("{k} must not be empty"));
+            }
+        }
         let recheck = n("Licence:RecheckIntervalSeconds")?;
         if !(recheck > 0.0 && recheck <= 7.0 * 86400.0) {
             return Err("Licence:RecheckIntervalSeconds must be in (0, 604800]".into());
@@ -554,6 +563,9 @@ mod tests {
         assert_eq!(b.api_key.as_deref(), Some("k2"));
         assert!(Settings::from_json_text(Some(r#"{"Api":{"ApiKey":5}}"#)).is_err());
         assert!(Settings::from_json_text(Some("[1]")).is_err());
+        let e = Settings::from_json_text(Some(r#"{"Licence":{"TrustedPublicKeys":["abcd"]}}"#));
+        assert!(e.unwrap_err().contains("TrustedPublicKeys[0]"));
+        assert!(Settings::from_json_text(Some(r#"{"Paths":{"PersistenceDir":""}}"#)).is_err());
         let u = Settings::from_json_text(Some(r#"{"Foo":{"Bar":1}}"#)).unwrap();
         assert_eq!(u.unknown_keys, vec!["Foo:Bar".to_string()]);
     }
