@@ -699,16 +699,59 @@ fn spec_8_sigterm_drains_and_exits() {
         return;
     }
     let mut d = Daemon::start(DaemonOpts::new(), None);
+    // 1. a request that is provably in progress: the handler polled the body, so hyper sent
+    //    "100 Continue"; it completes only after the shutdown signal (drain lets it finish).
+    let body = r#"{"offset":0,"data":"0102"}"#;
     let mut s = d.ns.connect().unwrap();
-    s.write_all(b"POST /api/io HTTP/1.1\r\nHost: x\r\nContent-Length: 30\r\n\r\n{")
-        .unwrap();
-    wait_for("request in progress", Duration::from_secs(2), || Some(()));
+    write!(
+        s,
+        "POST /api/io HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    let mut byte = [0u8; 1];
+    while !got.ends_with(b"\r\n\r\n") {
+        std::io::Read::read_exact(&mut s, &mut byte).unwrap();
+        got.push(byte[0]);
+    }
+    assert!(String::from_utf8_lossy(&got).contains("100 Continue"));
     let t0 = Instant::now();
     d.signal(libc::SIGTERM);
+    wait_for("shutdown started", Duration::from_secs(3), || {
+        d.log_text().contains("shutting down").then_some(())
+    });
+    s.write_all(body.as_bytes()).unwrap();
+    let r = read_response(&mut s).unwrap();
+    assert_eq!(
+        r.status, 200,
+        "in-flight request completed during the drain: {}",
+        r.body
+    );
+    // 2. a request that never completes is cut off after the drain time
     let st = d.wait_exit(Duration::from_secs(8));
     assert!(st.success(), "{st}");
     assert!(t0.elapsed() < Duration::from_secs(6), "{:?}", t0.elapsed());
-    assert!(d.log_text().contains("shutting down"));
+    // 3. a body that never arrives does not keep the daemon beyond drain + teardown bound
+    let mut d3 = Daemon::start(DaemonOpts::new(), None);
+    let mut s3 = d3.ns.connect().unwrap();
+    s3.write_all(
+        b"POST /api/io HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 30\r\n\r\n",
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    while !got.ends_with(b"\r\n\r\n") {
+        std::io::Read::read_exact(&mut s3, &mut byte).unwrap();
+        got.push(byte[0]);
+    }
+    let t0 = Instant::now();
+    d3.signal(libc::SIGTERM);
+    assert!(d3.wait_exit(Duration::from_secs(8)).success());
+    let el = t0.elapsed();
+    assert!(
+        el >= Duration::from_millis(2900) && el < Duration::from_secs(6),
+        "{el:?}"
+    );
     let mut d2 = Daemon::start(DaemonOpts::new(), None);
     d2.signal(libc::SIGINT);
     assert!(d2.wait_exit(Duration::from_secs(6)).success());
