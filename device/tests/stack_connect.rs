@@ -37,6 +37,7 @@ fn rig(tag: &str, send_clock_ms: u16) -> Rig {
         .config(xml)
         .set("Timer:HighResolution", json!(true));
     let daemon = Daemon::start_in(ns, dir, opts);
+    stack_peer::pin_process(daemon.pid());
     let r = daemon.post_empty("/api/start");
     assert_eq!(r["ok"], true, "start: {r} log: {}", daemon.log_text());
     daemon.wait_state("Initialized");
@@ -214,8 +215,13 @@ fn exchange(tag: &str, send_clock_ms: u16, timing: Timing, soak: Duration, full:
     assert!(diag["stackCycles"].as_i64().unwrap() >= expect, "{diag}");
     assert_eq!(diag["connected"], true);
     assert_eq!(diag["activeIocrCount"], 2, "{diag}");
-    let io = d.get("/api/io");
-    assert!(io["inputHex"].as_str().unwrap().starts_with(&hex(&[n, n, n, n])), "{io}");
+    wait_for("last controller data in inputHex", Duration::from_secs(2), || {
+        let io = d.get("/api/io");
+        io["inputHex"]
+            .as_str()
+            .is_some_and(|h| h.to_lowercase().starts_with(&hex(&[n, n, n, n])))
+            .then_some(())
+    });
     eprintln!(
         "{tag}: device diag {diag}\n{tag}: peer max gap {} us, rx {} tx {}",
         peer.state.max_gap_us.load(Ordering::Relaxed),

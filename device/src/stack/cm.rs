@@ -360,9 +360,12 @@ impl Cm {
         // Consumer watchdog (flag set by the real-time thread).
         if self.ctx.cyclic.tripped.swap(false, Ordering::AcqRel) && self.io_ar.is_some() {
             let dht = self.io_ar.as_ref().map_or(0, |a| a.dht_ns);
+            let info = self.ctx.cyclic.trip_info.load(Ordering::Relaxed);
             let msg = format!(
-                "watchdog: no valid frame from the controller within the data-hold time of {} us",
-                dht / 1000
+                "watchdog: no valid frame from the controller within the data-hold time of {} us ({} cycles without a frame, {} us since the last one)",
+                dht / 1000,
+                info >> 32,
+                info & 0xFFFF_FFFF
             );
             self.event(StackEvent::Alarm {
                 severity: AlarmSeverity::Error,

@@ -137,6 +137,8 @@ pub struct CyclicShared {
     pub dht_ns: AtomicU64,
     /// Set by the real-time thread when the data-hold timer expired; cleared by the CM.
     pub tripped: AtomicBool,
+    /// At the last trip: missed cycles (high 32 bits) and wall-clock silence in us (low).
+    pub trip_info: AtomicU64,
     /// DataStatus bits driven by the CM: run/stop and station problem indicator.
     pub provider_run: AtomicBool,
     pub station_problem: AtomicBool,
@@ -160,6 +162,7 @@ impl CyclicShared {
             last_rx_ns: AtomicU64::new(0),
             dht_ns: AtomicU64::new(0),
             tripped: AtomicBool::new(false),
+            trip_info: AtomicU64::new(0),
             provider_run: AtomicBool::new(true),
             station_problem: AtomicBool::new(false),
             peer_data_status: AtomicU8::new(0),
@@ -357,6 +360,7 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
     let mut seen_gen = u64::MAX;
     let mut counter: u16 = 0;
     let mut have_q = false;
+    let (mut wd_armed, mut wd_miss, mut wd_frames) = (false, 0u64, 0u64);
 
     let mut period = shared.base_period_ns.load(Ordering::Relaxed);
     let mut next = mono_ns() + period;
@@ -418,15 +422,39 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
             }
         }
 
-        // Watchdog of the consumer.
+        // Data-hold watchdog of the consumer, counted in executed cycles (as p-net's CPM
+        // counts its data-hold timer per control interval): a cycle without a new valid frame
+        // counts one; DataHoldFactor worth of them trips. Slots skipped because this thread
+        // itself was not running (a stall of the whole machine, counted in
+        // stackMissedTicks) are not evidence of a silent controller and do not count, but a
+        // wall-clock silence longer than the data-hold time plus 100 ms always trips.
         let dht = shared.dht_ns.load(Ordering::Acquire);
         if dht != 0 {
+            if !wd_armed {
+                wd_armed = true;
+                wd_miss = 0;
+                wd_frames = shared.consumer_frames.load(Ordering::Acquire);
+            }
+            let frames = shared.consumer_frames.load(Ordering::Acquire);
+            if frames != wd_frames {
+                wd_frames = frames;
+                wd_miss = 0;
+            } else {
+                wd_miss += 1;
+            }
+            let limit = dht.div_ceil(period.max(1));
             let last = shared.last_rx_ns.load(Ordering::Acquire);
-            if now.saturating_sub(last) > dht {
+            if wd_miss >= limit || now.saturating_sub(last) > dht + 100_000_000 {
+                shared
+                    .trip_info
+                    .store((wd_miss << 32) | (now.saturating_sub(last) / 1000).min(0xFFFF_FFFF), Ordering::Relaxed);
                 shared.dht_ns.store(0, Ordering::Release);
                 shared.tripped.store(true, Ordering::Release);
                 counters.watchdog_trips.fetch_add(1, Ordering::Relaxed);
+                wd_armed = false;
             }
+        } else {
+            wd_armed = false;
         }
 
         // Provider.
