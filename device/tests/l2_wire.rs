@@ -140,10 +140,8 @@ impl Rig {
                     apply_ip: true,
                 };
                 let s2 = sock.clone();
-                let send: Arc<dyn Fn(&[u8]) -> bool + Send + Sync> =
-                    Arc::new(move |f: &[u8]| s2.send(f).is_ok());
-                let on_abort: Arc<dyn Fn(&'static str) + Send + Sync> =
-                    Arc::new(move |r| ab2.lock().unwrap().push(r));
+                let send: l2::SendFn = Arc::new(move |f: &[u8]| s2.send(f).is_ok());
+                let on_abort: l2::AbortFn = Arc::new(move |r| ab2.lock().unwrap().push(r));
                 let l2 = Arc::new(
                     L2Services::start(cfg, link::query(&a2), send, sink2.clone(), on_abort)
                         .expect("L2 services"),
@@ -591,8 +589,7 @@ fn l2_wire_lldp_every_5s_ttl_20_and_link_down_up() {
             .iter()
             .position(|e| *e == StackEvent::LinkChanged { up: false })?;
         ev[downs..]
-            .iter()
-            .any(|e| *e == StackEvent::LinkChanged { up: true })
+            .contains(&StackEvent::LinkChanged { up: true })
             .then_some(())
     });
     // LLDP is sent again at once when the link comes back.

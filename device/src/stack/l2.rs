@@ -33,6 +33,11 @@ use super::lldp::{self, LldpAgent, LldpNeighbour};
 use super::llmnr::{self, LlmnrIdentity, LlmnrServer};
 use super::snmp::{self, SnmpServer, SystemInfo};
 
+/// Sends one complete Ethernet frame; `false` on error.
+pub type SendFn = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
+/// Called when DCP requires every AR to be aborted (reason text).
+pub type AbortFn = Arc<dyn Fn(&'static str) + Send + Sync>;
+
 /// What the L2 services need.
 #[derive(Debug, Clone)]
 pub struct L2Config {
@@ -155,9 +160,9 @@ struct Worker {
     cfg: L2Config,
     dcp: DcpResponder,
     lldp: LldpAgent,
-    send: Arc<dyn Fn(&[u8]) -> bool + Send + Sync>,
+    send: SendFn,
     events: EventSink,
-    on_abort: Arc<dyn Fn(&'static str) + Send + Sync>,
+    on_abort: AbortFn,
     status: Arc<Mutex<L2Status>>,
     counters: Arc<Counters>,
     sys: Arc<Mutex<SystemInfo>>,
@@ -352,9 +357,9 @@ impl L2Services {
     pub fn start(
         cfg: L2Config,
         link: LinkInfo,
-        send: Arc<dyn Fn(&[u8]) -> bool + Send + Sync>,
+        send: SendFn,
         events: EventSink,
-        on_abort: Arc<dyn Fn(&'static str) + Send + Sync>,
+        on_abort: AbortFn,
     ) -> std::io::Result<L2Services> {
         let t0 = std::time::Instant::now();
         let now = mono_now(t0);

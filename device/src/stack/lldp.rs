@@ -230,7 +230,7 @@ impl LldpAgent {
         self.cfg.mau_type = link.mau_type;
         self.cfg.autoneg = an;
         self.cfg.pmd_advertised = pmd;
-        if (link.up && !self.link_up) || (changed && link.up) {
+        if link.up && (!self.link_up || changed) {
             self.next_tx = now;
         }
         if !link.up {

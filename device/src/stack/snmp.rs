@@ -560,8 +560,10 @@ mod tests {
         tlv(tag::SEQUENCE, &m)
     }
 
+    type Binding = (Vec<u32>, u8, Vec<u8>);
+
     /// Decode a response into (error status, error index, [(oid, tag, content)]).
-    fn decode(resp: &[u8]) -> (i64, i64, Vec<(Vec<u32>, u8, Vec<u8>)>) {
+    fn decode(resp: &[u8]) -> (i64, i64, Vec<Binding>) {
         let (seq, _) = read_tlv(resp).unwrap();
         let (_, r) = read_tlv(seq.content).unwrap();
         let (_, r) = read_tlv(r).unwrap();
