@@ -183,6 +183,9 @@ impl BlockingProcessData {
     pub fn flush(&self) -> Result<Option<IoWriteResponse>> {
         self.rt.block_on(self.pd.flush())
     }
+    pub fn sync(&self) -> Result<Option<IoWriteResponse>> {
+        self.rt.block_on(self.pd.sync())
+    }
     pub fn last_write(&self) -> Option<IoWriteResponse> {
         self.rt.block_on(self.pd.last_write())
     }

@@ -246,6 +246,17 @@ impl ProcessData {
         flush_locked(&self.shared.client, &mut st).await
     }
 
+    /// Flush what is pending and return the service's answer to the most recent flush, whether
+    /// it was this one or an earlier background one (None only when nothing was ever flushed).
+    /// Use it after writes to learn `delivered` / `reasonCode`.
+    pub async fn sync(&self) -> Result<Option<IoWriteResponse>> {
+        let mut st = self.lock_checked().await?;
+        match flush_locked(&self.shared.client, &mut st).await? {
+            Some(r) => Ok(Some(r)),
+            None => Ok(st.last_write.clone()),
+        }
+    }
+
     /// The answer of the most recent successful flush (delivered / queued / reasonCode).
     pub async fn last_write(&self) -> Option<IoWriteResponse> {
         self.shared.state.lock().await.last_write.clone()

@@ -514,10 +514,7 @@ async fn run(cli: Cli, out: &Out) -> Result<u8, Error> {
                 shown = v.to_string();
             }
             // The background flusher may have sent it already; its answer is then the last one.
-            let r = match pd.flush().await? {
-                Some(r) => Some(r),
-                None => pd.last_write().await,
-            };
+            let r = pd.sync().await?;
             Ok(print_write(out, &addr.to_string(), &shown, r.as_ref()))
         }
         Cmd::Watch {
