@@ -191,6 +191,8 @@ mod tests {
         assert_eq!(Error::kind_for_status(503), CallResult::Busy);
         assert_eq!(Error::kind_for_status(500), CallResult::NativeError);
         assert_eq!(Error::kind_for_status(418), CallResult::NativeError);
+        assert_eq!(Error::kind_for_status(408), CallResult::NativeError);
+        assert_eq!(Error::kind_for_status(502), CallResult::NativeError);
     }
 
     #[test]
