@@ -16,6 +16,7 @@ pub(crate) struct AlarmState {
 
 /// One received alarm, decoded.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct AlarmRecord {
     pub priority: String,
     pub alarm_type: u16,

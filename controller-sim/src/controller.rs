@@ -144,6 +144,7 @@ impl ArConfig {
 
 /// A consistent view of an AR's input side.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Inputs {
     /// Input data (device -> controller), linear area in slot order.
     pub data: Vec<u8>,
@@ -159,6 +160,7 @@ pub struct Inputs {
 
 /// Counters and state of one AR.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ArStatus {
     pub id: u32,
     pub station_name: String,
@@ -229,6 +231,7 @@ pub(crate) struct Shared {
 
 /// Timing statistics of the cyclic thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TickStats {
     pub ticks: u64,
     pub missed_ticks: u64,

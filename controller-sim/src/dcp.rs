@@ -17,6 +17,7 @@ use crate::Error;
 
 /// What a device told us about itself in an Identify (or Get) response.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DeviceInfo {
     #[serde(serialize_with = "ser_mac")]
     pub mac: MacAddr,

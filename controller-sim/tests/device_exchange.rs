@@ -102,22 +102,20 @@ fn exchange(tag: &str, device_send_clock_ms: u16, scf: u16, rr: u16, dhf: u16, s
     );
 }
 
+/// 60 s; `PNC_SOAK_S` overrides it for local debugging only.
+fn soak_secs() -> u64 {
+    std::env::var("PNC_SOAK_S")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60)
+}
+
 #[test]
 fn exchange_4ms_dhf3_60s() {
-    exchange(
-        "pnx4",
-        4,
-        128,
-        1,
-        3,
-        std::env::var("PNC_SOAK_S")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(60),
-    );
+    exchange("pnx4", 4, 128, 1, 3, soak_secs());
 }
 
 #[test]
 fn exchange_1ms_dhf24_60s() {
-    exchange("pnx1", 1, 32, 1, 24, 60);
+    exchange("pnx1", 1, 32, 1, 24, soak_secs());
 }

@@ -1,0 +1,218 @@
+//! The `pn-controller` CLI as documented in the README, run inside the controller namespace:
+//! DCP commands against the protocol-crate fake device (tests/common), connect-and-run,
+//! read-record and write-record against the real pn-device daemon.
+
+mod common;
+
+use std::process::Output;
+
+use common::device::{Rig, DEV_IP};
+use common::{FakeConfig, FakeDevice, Lab};
+use serde_json::Value;
+
+fn cli(ns: &pn_testkit::netns::NetNs, args: &[&str]) -> Output {
+    ns.command(env!("CARGO_BIN_EXE_pn-controller"))
+        .args(args)
+        .output()
+        .expect("run pn-controller")
+}
+
+fn json_lines(o: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+#[test]
+fn dcp_commands() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    let lab = Lab::new("pcl");
+    let ifname = lab.veth.b.clone();
+    let dev = lab
+        .dev
+        .enter(move || {
+            FakeDevice::start(
+                &ifname,
+                FakeConfig {
+                    name: "cli-dev".into(),
+                    vendor_id: 0x0493,
+                    device_id: 2,
+                    connect_status: None,
+                    module_diff: false,
+                    capture: false,
+                },
+            )
+        })
+        .unwrap();
+    let i = lab.veth.a.as_str();
+    // discover (JSON and text)
+    let o = cli(
+        &lab.ctl,
+        &["-i", i, "--json", "discover", "--delay-factor", "5"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json_lines(&o);
+    assert_eq!(v[0][0]["nameOfStation"], "cli-dev", "{v:?}");
+    assert_eq!(v[0][0]["ip"], DEV_IP_FAKE);
+    let o = cli(&lab.ctl, &["-i", i, "discover", "--delay-factor", "5"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("cli-dev") && text.contains("1 device(s)"),
+        "{text}"
+    );
+    // set-name by station, set-ip / signal / reset by MAC
+    let mac = dev.mac().to_string();
+    let o = cli(
+        &lab.ctl,
+        &[
+            "-i",
+            i,
+            "--json",
+            "set-name",
+            "--station",
+            "cli-dev",
+            "renamed",
+            "--permanent",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(json_lines(&o)[0]["ok"], true);
+    let o = cli(
+        &lab.ctl,
+        &[
+            "-i",
+            i,
+            "--json",
+            "set-ip",
+            "--mac",
+            &mac,
+            "10.77.0.9",
+            "--mask",
+            "255.255.0.0",
+        ],
+    );
+    assert_eq!(json_lines(&o)[0]["ip"], "10.77.0.9");
+    let o = cli(&lab.ctl, &["-i", i, "signal", "--mac", &mac]);
+    assert!(o.status.success());
+    let o = cli(
+        &lab.ctl,
+        &[
+            "-i",
+            i,
+            "--json",
+            "reset",
+            "--mac",
+            &mac,
+            "--mode",
+            "communication",
+        ],
+    );
+    assert_eq!(json_lines(&o)[0]["mode"], 4);
+    let sets = dev.seen().dcp_set;
+    assert_eq!(sets.len(), 4);
+    assert_eq!(sets[0].name_of_station(), Some(&b"renamed"[..]));
+    // errors: exit code 1 and a JSON error object
+    let o = cli(
+        &lab.ctl,
+        &["-i", i, "--json", "signal", "--station", "nobody-here"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(json_lines(&o)[0]["ok"], false);
+}
+
+const DEV_IP_FAKE: &str = "10.77.0.2";
+
+#[test]
+fn connect_and_run_and_records_against_pn_device() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    let rig = Rig::start("pclr", 4);
+    let i = rig.veth.a.clone();
+    let xml = rig.xml.display().to_string();
+    let ip = DEV_IP.to_string();
+    let common = ["-i", i.as_str(), "--json"];
+    let dev = [
+        "--config",
+        xml.as_str(),
+        "--ip",
+        ip.as_str(),
+        "--send-clock-ms",
+        "4",
+        "--reduction-ratio",
+        "1",
+        "--data-hold-factor",
+        "24",
+    ];
+    // connect-and-run: JSON lines with status, IO and events; outputs reach the device.
+    let mut args: Vec<&str> = common.to_vec();
+    args.push("connect-and-run");
+    args.extend_from_slice(&dev);
+    args.extend_from_slice(&[
+        "--outputs",
+        "c0ffee01",
+        "--duration",
+        "2",
+        "--refresh-ms",
+        "250",
+    ]);
+    let o = cli(&rig.ctl_ns, &args);
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stderr),
+        rig.log()
+    );
+    let lines = json_lines(&o);
+    assert!(lines.len() >= 4, "{lines:?}");
+    let last = lines.last().unwrap();
+    assert_eq!(last["status"]["state"], "DataExchange", "{last}");
+    assert_eq!(last["outputsHex"], "c0ffee01");
+    assert_eq!(last["inputs"]["iopsHex"].as_str().map(|s| s.len()), Some(8));
+    assert_eq!(
+        rig.io()["inputHex"],
+        "c0ffee01",
+        "the device got our outputs"
+    );
+    // write-record (I&M1 with block header) then read-record inside an AR.
+    let im1 = pn_protocol::wire::pnio::im::ImRecord::Im1(pn_protocol::wire::pnio::im::Im1 {
+        tag_function: "cli tag".into(),
+        tag_location: "cli loc".into(),
+    })
+    .to_bytes()
+    .unwrap();
+    let hexdata = hex::encode(&im1);
+    let mut args: Vec<&str> = common.to_vec();
+    args.push("write-record");
+    args.extend_from_slice(&dev);
+    args.extend_from_slice(&[
+        "--slot",
+        "0",
+        "--subslot",
+        "1",
+        "--index",
+        "0xAFF1",
+        "--data",
+        &hexdata,
+    ]);
+    let o = cli(&rig.ctl_ns, &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(json_lines(&o)[0]["length"], im1.len());
+    let mut args: Vec<&str> = common.to_vec();
+    args.push("read-record");
+    args.extend_from_slice(&dev);
+    args.extend_from_slice(&["--slot", "0", "--subslot", "1", "--index", "0xAFF1"]);
+    let o = cli(&rig.ctl_ns, &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(json_lines(&o)[0]["dataHex"], hexdata);
+    assert_eq!(
+        rig.http("GET", "/api/im", None)["im1TagFunction"]
+            .as_str()
+            .map(|s| s.trim_end().to_string()),
+        Some("cli tag".into())
+    );
+}
