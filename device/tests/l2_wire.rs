@@ -138,6 +138,7 @@ impl Rig {
                     snmp: Some(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 161))),
                     llmnr: Some(5355),
                     apply_ip: true,
+                    ar_active: None,
                 };
                 let s2 = sock.clone();
                 let send: l2::SendFn = Arc::new(move |f: &[u8]| s2.send(f).is_ok());

@@ -38,8 +38,11 @@ pub type SendFn = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
 /// Called when DCP requires every AR to be aborted (reason text).
 pub type AbortFn = Arc<dyn Fn(&'static str) + Send + Sync>;
 
+/// Tells whether an AR is established.
+pub type ArActiveFn = Arc<dyn Fn() -> bool + Send + Sync>;
+
 /// What the L2 services need.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct L2Config {
     pub nic: String,
     pub ifindex: u32,
@@ -54,6 +57,9 @@ pub struct L2Config {
     pub llmnr: Option<u16>,
     /// Configure the effective IP on the NIC at start (when not 0.0.0.0) and every DCP IP.
     pub apply_ip: bool,
+    /// "An AR is established" as maintained by the connection manager (asked before every
+    /// DCP request; [`L2Services::set_ar_active`] is the alternative).
+    pub ar_active: Option<ArActiveFn>,
 }
 
 impl L2Config {
@@ -81,6 +87,7 @@ impl L2Config {
             snmp: Some(snmp::default_addr()),
             llmnr: Some(llmnr::PORT),
             apply_ip: true,
+            ar_active: None,
         }
     }
 }
@@ -274,6 +281,9 @@ impl Worker {
             }
             self.publish(now);
             return;
+        }
+        if let Some(f) = &self.cfg.ar_active {
+            self.dcp.set_ar_active(f());
         }
         let out = self.dcp.on_frame(frame, now);
         if out.handled {

@@ -69,6 +69,9 @@ impl RawLink {
     pub fn mac(&self) -> [u8; 6] {
         self.sock.mac()
     }
+    pub fn ifindex(&self) -> u32 {
+        self.sock.ifindex()
+    }
 }
 
 /// Messages to the connection-manager thread.
@@ -101,6 +104,8 @@ struct Running {
     threads: Vec<JoinHandle<()>>,
     ctl_tx: mpsc::Sender<CtlMsg>,
     monitor: Option<link::LinkMonitor>,
+    /// stack-l2's DCP/LLDP/SNMP/LLMNR services.
+    l2: Option<Arc<l2::L2Services>>,
 }
 
 struct Inner {
@@ -166,6 +171,7 @@ fn rx_loop(
     image: Arc<ProcessImage>,
     counters: Arc<SharedCounters>,
     ctl: mpsc::Sender<CtlMsg>,
+    l2: Option<Arc<l2::L2Services>>,
 ) {
     let mut buf = vec![0u8; 1600];
     // The consumer feeds the data-hold watchdog of the real-time thread: it must not starve
@@ -181,7 +187,13 @@ fn rx_loop(
             continue;
         };
         if eth.ethertype != ethertype::PROFINET {
-            // LLDP and others: stack-l2's handlers (not wired yet) — counted only.
+            // LLDP: stack-l2's agent.
+            if eth.ethertype == ethertype::LLDP {
+                counters.rx_control_frames.fetch_add(1, Ordering::Relaxed);
+                if let Some(l2) = &l2 {
+                    l2.on_frame(frame);
+                }
+            }
             continue;
         }
         counters.rx_frames.fetch_add(1, Ordering::Relaxed);
@@ -212,8 +224,11 @@ fn rx_loop(
                 });
             }
             0xFEFC..=0xFEFF => {
-                // DCP: handled by stack-l2's responder once it exists.
+                // DCP: stack-l2's responder.
                 counters.rx_control_frames.fetch_add(1, Ordering::Relaxed);
+                if let Some(l2) = &l2 {
+                    l2.on_frame(frame);
+                }
             }
             _ => {
                 counters.dropped_frames.fetch_add(1, Ordering::Relaxed);
@@ -275,15 +290,58 @@ impl DataPlane for ProfinetPlane {
         let (ctl_tx, ctl_rx) = mpsc::channel();
         let mut threads = Vec::new();
 
-        // Link monitor (stack-l2) -> CM.
+        // L2 services (stack-l2): DCP, LLDP, DCP IP application, SNMP, LLMNR. DCP requests
+        // for an AR abort (name changed / reset while connected) go to the CM as a reset
+        // (interim: a dedicated CtlMsg would carry the exact abort reason).
+        let l2 = {
+            let mut l2cfg = l2::L2Config::from_stack_config(cfg, link.mac(), link.ifindex());
+            let flags = self.flags.clone();
+            l2cfg.ar_active = Some(Arc::new(move || flags.connected.load(Ordering::Acquire)));
+            let sl = link.clone();
+            let counters = self.counters.clone();
+            let send: l2::SendFn = Arc::new(move |f: &[u8]| {
+                let ok = sl.send(f);
+                if ok {
+                    counters.tx_control_frames.fetch_add(1, Ordering::Relaxed);
+                }
+                ok
+            });
+            let tx = Mutex::new(ctl_tx.clone());
+            let reset_to = (cfg.station_name.clone(), cfg.ip, cfg.mask, cfg.gateway);
+            let on_abort: l2::AbortFn = Arc::new(move |_reason| {
+                if let Ok(tx) = tx.lock() {
+                    let _ = tx.send(CtlMsg::Cmd(StackCommand::Reset {
+                        mode: crate::dataplane::ResetMode::Communication,
+                        station_name: reset_to.0.clone(),
+                        ip: reset_to.1,
+                        mask: reset_to.2,
+                        gateway: reset_to.3,
+                    }));
+                }
+            });
+            Arc::new(
+                l2::L2Services::start(
+                    l2cfg,
+                    link::query(&cfg.nic),
+                    send,
+                    events.clone(),
+                    on_abort,
+                )
+                .map_err(thread_err)?,
+            )
+        };
+
+        // Link monitor (stack-l2) -> CM and L2 services.
         let up0 = read_link_state(&cfg.nic).up;
         self.flags.link_up.store(up0, Ordering::Release);
         let monitor = {
             let tx = ctl_tx.clone();
             let flags = self.flags.clone();
+            let l2 = l2.clone();
             link::LinkMonitor::spawn(cfg.nic.clone(), link::DEFAULT_POLL / 2, move |_, now| {
                 flags.link_up.store(now.up, Ordering::Release);
                 let _ = tx.send(CtlMsg::Link(now.up));
+                l2.on_link(now.clone());
             })
             .map_err(thread_err)?
         };
@@ -311,17 +369,18 @@ impl DataPlane for ProfinetPlane {
         threads.push(cyc_thread.handle);
 
         {
-            let (link, stop, cyc, image, counters, tx) = (
+            let (link, stop, cyc, image, counters, tx, l2) = (
                 link.clone(),
                 stop.clone(),
                 cyc.clone(),
                 image.clone(),
                 self.counters.clone(),
                 ctl_tx.clone(),
+                Some(l2.clone()),
             );
             let h = std::thread::Builder::new()
                 .name("pn-rx".into())
-                .spawn(move || rx_loop(link, stop, cyc, image, counters, tx))
+                .spawn(move || rx_loop(link, stop, cyc, image, counters, tx, l2))
                 .map_err(thread_err)?;
             threads.push(h);
         }
@@ -332,6 +391,7 @@ impl DataPlane for ProfinetPlane {
             threads,
             ctl_tx,
             monitor: Some(monitor),
+            l2: Some(l2),
         });
         Ok(())
     }
@@ -382,6 +442,19 @@ impl DataPlane for ProfinetPlane {
             return;
         }
         if let Some(r) = &inner.running {
+            if let (
+                StackCommand::Reset {
+                    station_name,
+                    ip,
+                    mask,
+                    gateway,
+                    ..
+                },
+                Some(l2),
+            ) = (&cmd, &r.l2)
+            {
+                l2.reset(station_name, *ip, *mask, *gateway);
+            }
             let _ = r.ctl_tx.send(CtlMsg::Cmd(cmd));
         }
     }
