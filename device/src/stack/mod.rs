@@ -320,14 +320,8 @@ impl DataPlane for ProfinetPlane {
                 }
             });
             Arc::new(
-                l2::L2Services::start(
-                    l2cfg,
-                    link::query(&cfg.nic),
-                    send,
-                    events.clone(),
-                    on_abort,
-                )
-                .map_err(thread_err)?,
+                l2::L2Services::start(l2cfg, link::query(&cfg.nic), send, events.clone(), on_abort)
+                    .map_err(thread_err)?,
             )
         };
 
