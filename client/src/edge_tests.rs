@@ -271,3 +271,66 @@ async fn closed_handle_is_invalid_handle() {
         CallResult::InvalidHandle
     );
 }
+
+/// The snapshot is reused for 20 ms (counted on the fake: the daemon has no request counter).
+#[tokio::test]
+async fn snapshot_cache_limits_gets_to_one_per_20_ms() {
+    let f = Fake::start(|_| Reply::Respond(200, io_body("0102", "0304"))).await;
+    let pd = client(&f.url).process_data();
+    let t = std::time::Instant::now();
+    for _ in 0..200 {
+        assert_eq!(pd.get::<u8>(&addr("QB1")).await.unwrap(), 2);
+    }
+    let ms = t.elapsed().as_millis() as usize;
+    let gets = f.requests_to("GET", "/api/io").len();
+    assert!(gets >= 1 && gets <= ms / 20 + 2, "{gets} GETs in {ms} ms");
+    // once the TTL has passed, the next read fetches again
+    let before = gets;
+    let end = tokio::time::Instant::now() + Duration::from_secs(2);
+    loop {
+        pd.get::<u8>(&addr("IB0")).await.unwrap();
+        if f.requests_to("GET", "/api/io").len() > before {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < end,
+            "no refresh after the TTL"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // invalidate() forces the next read to fetch
+    let n = f.requests_to("GET", "/api/io").len();
+    pd.invalidate().await;
+    pd.get::<u8>(&addr("IB0")).await.unwrap();
+    assert_eq!(f.requests_to("GET", "/api/io").len(), n + 1);
+}
+
+/// Writes are flushed by the background task without an explicit flush, at most one request per
+/// 20 ms period however many writes arrive.
+#[tokio::test]
+async fn background_flush_at_most_one_post_per_period() {
+    let f = Fake::start(|r| match r.method.as_str() {
+        "GET" => Reply::Respond(200, io_body("00", "00000000")),
+        _ => Reply::Respond(200, r#"{"ok":false,"queued":true}"#.into()),
+    })
+    .await;
+    let pd = client(&f.url).process_data();
+    let t = std::time::Instant::now();
+    for i in 0..300u32 {
+        pd.set(&addr("ID0"), i).await.unwrap();
+    }
+    let ms = t.elapsed().as_millis() as usize;
+    until("background flush of the last value", || {
+        f.requests_to("POST", "/api/io")
+            .last()
+            .is_some_and(|p| p.body.contains("0000012b"))
+    })
+    .await;
+    let posts = f.requests_to("POST", "/api/io").len();
+    let total_ms = t.elapsed().as_millis() as usize;
+    assert!(
+        posts <= total_ms / 20 + 2,
+        "{posts} POSTs in {total_ms} ms ({ms} ms writing)"
+    );
+    assert_eq!(pd.flush().await.unwrap(), None, "nothing left pending");
+}
