@@ -33,14 +33,19 @@ pub fn bin() -> PathBuf {
 /// Device configuration XML: DAP + slot 1 with 4 bytes each way (device terms: InputLength =
 /// controller -> device).
 pub fn config_xml(nic: &str, send_clock_ms: u16) -> String {
+    config_xml_for(nic, send_clock_ms, STATION, DEV_IP)
+}
+
+/// Same layout with another station name and IP.
+pub fn config_xml_for(nic: &str, send_clock_ms: u16, station: &str, ip: Ipv4Addr) -> String {
     format!(
         r#"<PnDeviceConfiguration>
-  <StationName>{STATION}</StationName><DeviceName>pn-device</DeviceName>
+  <StationName>{station}</StationName><DeviceName>pn-device</DeviceName>
   <VendorID>0x0493</VendorID><DeviceID>0x0001</DeviceID>
   <Identification><OrderId>ORDER-7</OrderId><SerialNumber>SN-7</SerialNumber>
     <HardwareRevision>1</HardwareRevision><SoftwareRevision>V1.0.0</SoftwareRevision></Identification>
   <Network><InterfaceName>{nic}</InterfaceName></Network>
-  <IpAddress>{DEV_IP}</IpAddress><SubnetMask>255.255.255.0</SubnetMask><Gateway>0.0.0.0</Gateway>
+  <IpAddress>{ip}</IpAddress><SubnetMask>255.255.255.0</SubnetMask><Gateway>0.0.0.0</Gateway>
   <SendClock>{send_clock_ms}</SendClock>
   <SlotLayout>
     <Module Slot="0" ModuleIdentNumber="1">
@@ -84,6 +89,48 @@ fn write_licence(path: &Path) {
     std::fs::write(path, pn_device::licence::issue(&key, &p)).unwrap();
 }
 
+/// Write licence, settings and XML into a fresh temp dir and start the daemon in `dev_ns`.
+pub fn spawn_daemon(
+    dev_ns: &NetNs,
+    nic: &str,
+    send_clock_ms: u16,
+    station: &str,
+    ip: Ipv4Addr,
+) -> (Child, PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!(
+        "pnc-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    write_licence(&dir.join("licence.json"));
+    let xml = dir.join("device.xml");
+    std::fs::write(&xml, config_xml_for(nic, send_clock_ms, station, ip)).unwrap();
+    let settings = json!({
+        "Runtime": {"AutoStart": false},
+        "Paths": {"PersistenceDir": dir.join("persist").display().to_string()},
+        "Licence": {"CertificatePath": dir.join("licence.json").display().to_string()},
+        "Timer": {"HighResolution": true},
+    });
+    std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+    let log = std::fs::File::create(dir.join("daemon.log")).unwrap();
+    let child = dev_ns
+        .command(bin())
+        .arg("--settings")
+        .arg(dir.join("settings.json"))
+        .arg("--config")
+        .arg(&xml)
+        .env("VENDOR_PNET_NIC", nic)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("spawn pn-device");
+    (child, dir, xml)
+}
+
 /// Daemon + controller namespaces.
 pub struct Rig {
     pub dev_ns: NetNs,
@@ -106,37 +153,7 @@ impl Rig {
         dev_ns
             .exec_ok(&["ip", "addr", "add", &format!("{DEV_IP}/24"), "dev", &veth.b])
             .unwrap();
-        let dir = std::env::temp_dir().join(format!(
-            "pnc-test-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        write_licence(&dir.join("licence.json"));
-        let xml = dir.join("device.xml");
-        std::fs::write(&xml, config_xml(&veth.b, send_clock_ms)).unwrap();
-        let settings = json!({
-            "Runtime": {"AutoStart": false},
-            "Paths": {"PersistenceDir": dir.join("persist").display().to_string()},
-            "Licence": {"CertificatePath": dir.join("licence.json").display().to_string()},
-            "Timer": {"HighResolution": true},
-        });
-        std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
-        let log = std::fs::File::create(dir.join("daemon.log")).unwrap();
-        let child = dev_ns
-            .command(bin())
-            .arg("--settings")
-            .arg(dir.join("settings.json"))
-            .arg("--config")
-            .arg(&xml)
-            .env("VENDOR_PNET_NIC", &veth.b)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("spawn pn-device");
+        let (child, dir, xml) = spawn_daemon(&dev_ns, &veth.b, send_clock_ms, STATION, DEV_IP);
         let rig = Rig {
             dev_ns,
             ctl_ns,
@@ -268,6 +285,75 @@ impl Rig {
 impl Drop for Rig {
     fn drop(&mut self) {
         // SAFETY: signal to our own child (the `ip netns exec` wrapper execs the daemon).
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let end = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < end {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// One more daemon in its own namespace, for tests with several devices.
+pub struct Daemon {
+    pub ns: NetNs,
+    pub child: Child,
+    pub dir: PathBuf,
+    pub xml: PathBuf,
+}
+
+impl Daemon {
+    /// Start a daemon on `nic` in `ns` and `POST /api/start`.
+    pub fn start(ns: NetNs, nic: &str, send_clock_ms: u16, station: &str, ip: Ipv4Addr) -> Daemon {
+        let (child, dir, xml) = spawn_daemon(&ns, nic, send_clock_ms, station, ip);
+        let d = Daemon {
+            ns,
+            child,
+            dir,
+            xml,
+        };
+        let end = Instant::now() + Duration::from_secs(15);
+        while d.http("GET", "/api/info", None).is_none() {
+            assert!(Instant::now() < end, "daemon API: {}", d.log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let r = d.http("POST", "/api/start", None).expect("start");
+        assert_eq!(r["ok"], true, "{r}");
+        d
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("daemon.log")).unwrap_or_default()
+    }
+
+    pub fn http(&self, method: &str, path: &str, body: Option<Value>) -> Option<Value> {
+        let (m, p) = (method.to_string(), path.to_string());
+        self.ns
+            .enter(move || {
+                let b = body.map(|b| b.to_string().into_bytes());
+                let addr: SocketAddr = "127.0.0.1:18840".parse().unwrap();
+                pn_testkit::http::request(addr, &m, &p, &[], b.as_deref(), Duration::from_secs(5))
+                    .ok()
+                    .filter(|r| r.status == 200)
+                    .and_then(|r| serde_json::from_slice(&r.body).ok())
+            })
+            .ok()
+            .flatten()
+    }
+
+    pub fn model(&self) -> DeviceModel {
+        DeviceConfig::load(&self.xml).unwrap().model
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        // SAFETY: signal to our own child.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         let end = Instant::now() + Duration::from_secs(5);
         while Instant::now() < end {
