@@ -134,6 +134,36 @@ fn commands_json_and_exit_codes() {
     assert_eq!(r.json()["entryCount"], 1);
     let j = d.pnctl(&["--json", "diag"]).json();
     assert_eq!(j["diagnoses"].as_array().map(|a| a.len()), Some(1), "{j}");
+    // the diagnosis raised an alarm (severity 1 -> Warning); list it and acknowledge it by id
+    let alarms = d.pnctl(&["alarms", "--json"]).json();
+    let alarm = alarms
+        .as_array()
+        .and_then(|l| l.iter().find(|a| a["source"] == "diag"))
+        .unwrap_or_else(|| panic!("no diag alarm in {alarms}"))
+        .clone();
+    assert_eq!(alarm["severity"], "Warning");
+    let r = d.pnctl(&["alarms"]);
+    assert!(r.stdout.contains("wire break"), "{}", r.stdout);
+    let id = alarm["id"].as_str().unwrap().to_string();
+    let r = d.pnctl(&["ack", &id]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let after = d.pnctl(&["alarms", "--json"]).json();
+    assert!(
+        !after
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["id"] == alarm["id"]),
+        "{after}"
+    );
+    let hist = d.pnctl(&["alarms", "--history", "--json"]).json();
+    assert!(
+        hist.as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["id"] == alarm["id"]),
+        "{hist}"
+    );
     let r = d.pnctl(&[
         "diag",
         "remove",
