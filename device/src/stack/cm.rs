@@ -274,6 +274,7 @@ impl Cm {
                 }
             }
             CtlMsg::Link(up) => {
+                tracing::info!(up, "link state");
                 if up != self.link_up {
                     self.link_up = up;
                     if !up {

@@ -445,9 +445,10 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
             let limit = dht.div_ceil(period.max(1));
             let last = shared.last_rx_ns.load(Ordering::Acquire);
             if wd_miss >= limit || now.saturating_sub(last) > dht + 100_000_000 {
-                shared
-                    .trip_info
-                    .store((wd_miss << 32) | (now.saturating_sub(last) / 1000).min(0xFFFF_FFFF), Ordering::Relaxed);
+                shared.trip_info.store(
+                    (wd_miss << 32) | (now.saturating_sub(last) / 1000).min(0xFFFF_FFFF),
+                    Ordering::Relaxed,
+                );
                 shared.dht_ns.store(0, Ordering::Release);
                 shared.tripped.store(true, Ordering::Release);
                 counters.watchdog_trips.fetch_add(1, Ordering::Relaxed);

@@ -1,0 +1,89 @@
+//! Link loss on the real wire: the peer's veth end goes down -> the device's carrier drops ->
+//! AR aborted (state Aborted); a Q write during the outage is held (reasonCode LinkDown,
+//! queued=true) and reaches the controller after the link is back and the AR is re-established.
+
+mod common;
+mod stack_peer;
+
+use std::time::Duration;
+
+use common::{any_binding, write_licence, Daemon, DaemonOpts, Netns};
+use serde_json::json;
+use stack_peer::{wait_for, wire_up, write_config, Peer, PeerNs, Timing};
+
+#[test]
+fn stack_link_cut_holds_q_and_reconnects() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    let ns = Netns::new();
+    let peer_ns = PeerNs::new("lk");
+    wire_up(&ns.name, "pnd0", &peer_ns, "pnc0");
+    let dir = tempfile::tempdir().unwrap();
+    write_licence(&dir.path().join("licence.json"), 3600, any_binding());
+    let xml = dir.path().join("device.xml");
+    write_config(&xml, "pnd0", 1);
+    let d = Daemon::start_in(ns, dir, DaemonOpts::new().nic(Some("pnd0")).config(xml));
+    stack_peer::pin_process(d.pid());
+    assert_eq!(d.post_empty("/api/start")["ok"], true, "{}", d.log_text());
+    d.wait_state("Initialized");
+
+    // 4 ms cycle (SendClockFactor 32 x ReductionRatio 4), DataHoldFactor 6 = 24 ms.
+    let timing = Timing {
+        send_clock_factor: 32,
+        reduction_ratio: 4,
+        data_hold_factor: 6,
+    };
+    let mut peer = Peer::open(&peer_ns, "pnc0", timing);
+    wait_for("link up at the device", Duration::from_secs(5), || {
+        (d.get("/api/diag")["linkUp"] == true).then_some(())
+    });
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| peer.establish()));
+    assert!(r.is_ok(), "establish failed; daemon log:\n{}", d.log_text());
+    d.wait_state("DataExchange");
+    d.post("/api/io", json!({"offset": 0, "data": "AABBCCDD"}));
+    wait_for("first Q write at the peer", Duration::from_secs(3), || {
+        (peer.device_data() == [0xAA, 0xBB, 0xCC, 0xDD]).then_some(())
+    });
+
+    // Cut the link.
+    peer.stop_cyclic();
+    peer_ns.set_link("pnc0", false);
+    let s = wait_for("Aborted after the link cut", Duration::from_secs(5), || {
+        let s = d.status();
+        (s["state"] == "Aborted").then_some(s)
+    });
+    assert_eq!(s["connected"], false, "{s}");
+    let diag = d.get("/api/diag");
+    assert_eq!(diag["linkUp"], false, "{diag}");
+    assert_eq!(diag["activeIocrCount"], 0, "{diag}");
+
+    // Q write during the outage: held.
+    let w = d.post("/api/io", json!({"offset": 0, "data": "01020304"}));
+    assert_eq!(w["delivered"], false, "{w}");
+    assert_eq!(w["queued"], true, "{w}");
+    assert_eq!(w["reasonCode"], "PnS.Io.NotDelivered.LinkDown", "{w}");
+    assert_eq!(d.status()["outputSyncedToDriver"], false);
+
+    // Link back, the controller re-establishes the AR, the held write is delivered.
+    peer_ns.set_link("pnc0", true);
+    wait_for("link up", Duration::from_secs(5), || {
+        (d.get("/api/diag")["linkUp"] == true).then_some(())
+    });
+    peer.new_ar();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| peer.establish()));
+    assert!(r.is_ok(), "re-establish failed; daemon log:\n{}", d.log_text());
+    let s = d.wait_state("DataExchange");
+    assert_eq!(s["connected"], true);
+    wait_for("held Q write at the peer", Duration::from_secs(3), || {
+        (peer.device_data() == [1, 2, 3, 4]).then_some(())
+    });
+    let s = d.status();
+    assert_eq!(s["outputSyncedToDriver"], true, "{s}");
+    assert_eq!(s["everConnected"], true);
+    // The abort is in the alarm history.
+    let hist = d.get("/api/alarms/history").to_string();
+    assert!(hist.to_lowercase().contains("link"), "{hist}");
+    peer.release();
+    d.wait_state("Aborted");
+}
