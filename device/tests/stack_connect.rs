@@ -83,9 +83,11 @@ fn exchange(tag: &str, send_clock_ms: u16, timing: Timing, soak: Duration, full:
         })
     };
     assert_eq!(w["queued"], true, "{w}");
-    wait_for("Q bytes in the device's frames", Duration::from_secs(2), || {
-        (peer.device_data() == [0xDE, 0xAD, 0xBE, 0xEF]).then_some(())
-    });
+    wait_for(
+        "Q bytes in the device's frames",
+        Duration::from_secs(2),
+        || (peer.device_data() == [0xDE, 0xAD, 0xBE, 0xEF]).then_some(()),
+    );
     let w2 = d.post("/api/io", json!({"offset": 1, "data": "01"}));
     assert_eq!(w2["reasonCode"], "", "{w2}");
     wait_for("second Q write", Duration::from_secs(2), || {
@@ -93,15 +95,22 @@ fn exchange(tag: &str, send_clock_ms: u16, timing: Timing, soak: Duration, full:
     });
     // I area (controller -> device): the peer's output data appears in GET /api/io.
     *peer.state.out_data.lock().unwrap() = [0x11, 0x22, 0x33, 0x44];
-    let io = wait_for("controller data in inputHex", Duration::from_secs(2), || {
-        let io = d.get("/api/io");
-        io["inputHex"]
-            .as_str()
-            .is_some_and(|h| h.to_lowercase().starts_with("11223344"))
-            .then_some(io)
-    });
+    let io = wait_for(
+        "controller data in inputHex",
+        Duration::from_secs(2),
+        || {
+            let io = d.get("/api/io");
+            io["inputHex"]
+                .as_str()
+                .is_some_and(|h| h.to_lowercase().starts_with("11223344"))
+                .then_some(io)
+        },
+    );
     assert_eq!(io["inputValid"], true, "{io}");
-    let iops = io["inputIopsHex"].as_str().unwrap_or_default().to_lowercase();
+    let iops = io["inputIopsHex"]
+        .as_str()
+        .unwrap_or_default()
+        .to_lowercase();
     assert!(iops.trim_start_matches("0x") == "80", "{io}");
 
     // I&M0 over record read.
@@ -126,15 +135,19 @@ fn exchange(tag: &str, send_clock_ms: u16, timing: Timing, soak: Duration, full:
             json!({"slot": 1, "subslot": 1, "channel": 0, "errorType": 1, "severity": 0, "text": "short circuit"}),
         );
         assert_ne!(r["ok"], false, "{r}");
-        wait_for("diagnosis alarm at the peer", Duration::from_secs(5), || {
-            peer.state
-                .alarms
-                .lock()
-                .unwrap()
-                .iter()
-                .any(|(t, _)| *t == 0x0001)
-                .then_some(())
-        });
+        wait_for(
+            "diagnosis alarm at the peer",
+            Duration::from_secs(5),
+            || {
+                peer.state
+                    .alarms
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .any(|(t, _)| *t == 0x0001)
+                    .then_some(())
+            },
+        );
         wait_for("alarm ack counted", Duration::from_secs(5), || {
             let g = d.get("/api/diag");
             (g["stackAlarmTxAckOk"].as_i64() >= Some(1)).then_some(())
@@ -187,7 +200,10 @@ fn exchange(tag: &str, send_clock_ms: u16, timing: Timing, soak: Duration, full:
         assert!(all.contains("pn_rt"), "no RT frames dissected: {all}");
         assert!(all.contains("dcerpc"), "no RPC dissected: {all}");
         assert!(all.contains("pn_io"), "no PNIO dissected: {all}");
-        eprintln!("{tag}: capture of {} frames dissected clean: {all}", pk.len());
+        eprintln!(
+            "{tag}: capture of {} frames dissected clean: {all}",
+            pk.len()
+        );
     }
 
     // Soak: cyclic data for the rest of the time with no watchdog trip on either side.
@@ -198,7 +214,13 @@ fn exchange(tag: &str, send_clock_ms: u16, timing: Timing, soak: Duration, full:
         n = n.wrapping_add(1);
         *peer.state.out_data.lock().unwrap() = [n, n, n, n];
         let s = d.status();
-        assert_eq!(s["state"], "DataExchange", "lost the connection after {:?}: {s}\n{}", t0.elapsed(), d.log_text());
+        assert_eq!(
+            s["state"],
+            "DataExchange",
+            "lost the connection after {:?}: {s}\n{}",
+            t0.elapsed(),
+            d.log_text()
+        );
     }
     let diag = d.get("/api/diag");
     assert_eq!(diag["watchdogTrips"], 0, "device watchdog tripped: {diag}");
@@ -215,13 +237,17 @@ fn exchange(tag: &str, send_clock_ms: u16, timing: Timing, soak: Duration, full:
     assert!(diag["stackCycles"].as_i64().unwrap() >= expect, "{diag}");
     assert_eq!(diag["connected"], true);
     assert_eq!(diag["activeIocrCount"], 2, "{diag}");
-    wait_for("last controller data in inputHex", Duration::from_secs(2), || {
-        let io = d.get("/api/io");
-        io["inputHex"]
-            .as_str()
-            .is_some_and(|h| h.to_lowercase().starts_with(&hex(&[n, n, n, n])))
-            .then_some(())
-    });
+    wait_for(
+        "last controller data in inputHex",
+        Duration::from_secs(2),
+        || {
+            let io = d.get("/api/io");
+            io["inputHex"]
+                .as_str()
+                .is_some_and(|h| h.to_lowercase().starts_with(&hex(&[n, n, n, n])))
+                .then_some(())
+        },
+    );
     eprintln!(
         "{tag}: device diag {diag}\n{tag}: peer max gap {} us, rx {} tx {}",
         peer.state.max_gap_us.load(Ordering::Relaxed),

@@ -805,10 +805,14 @@ impl Cm {
                     }
                 }
                 if !self.link_up {
-                    return (
-                        connect_error(err1::CMRPC, cmrpc::STATE_CONFLICT),
-                        Vec::new(),
-                    );
+                    // The monitor polls; a connect may arrive first after the link came back.
+                    self.link_up = crate::dataplane::read_link_state(&self.ctx.cfg.nic).up;
+                    if !self.link_up {
+                        return (
+                            connect_error(err1::CMRPC, cmrpc::STATE_CONFLICT),
+                            Vec::new(),
+                        );
+                    }
                 }
                 let plan = match ar::plan_connect(
                     &c,

@@ -27,7 +27,9 @@ use pn_protocol::wire::pnio::expected::{
 use pn_protocol::wire::pnio::iocr::{
     iocr_type, IoObject, IocrApi, IocrBlockReq, IocrBlockRes, IocrProperties, TagHeader, LT_PNIO,
 };
-use pn_protocol::wire::pnio::record::{ReadReqHeaderRepr, ReadRequest, ReadResponse, RecordAddress};
+use pn_protocol::wire::pnio::record::{
+    ReadReqHeaderRepr, ReadRequest, ReadResponse, RecordAddress,
+};
 use pn_protocol::wire::pnio::PnioStatus;
 use pn_protocol::wire::rpc::{
     opnum, Drep, PacketType, PnioRequest, PnioResponse, RpcHeader, RpcPacket, Uuid,
@@ -60,7 +62,9 @@ pub struct PeerNs {
 impl PeerNs {
     pub fn new(tag: &str) -> PeerNs {
         let name = format!("pnstk-{tag}-{}", std::process::id());
-        let _ = std::process::Command::new("ip").args(["netns", "del", &name]).output();
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &name])
+            .output();
         run(&["ip", "netns", "add", &name]);
         run(&["ip", "-n", &name, "link", "set", "lo", "up"]);
         PeerNs { name }
@@ -81,7 +85,15 @@ impl PeerNs {
     }
 
     pub fn set_link(&self, dev: &str, up: bool) {
-        run(&["ip", "-n", &self.name, "link", "set", dev, if up { "up" } else { "down" }]);
+        run(&[
+            "ip",
+            "-n",
+            &self.name,
+            "link",
+            "set",
+            dev,
+            if up { "up" } else { "down" },
+        ]);
     }
 }
 
@@ -99,14 +111,36 @@ pub fn wire_up(dev_ns: &str, dev_nic: &str, peer: &PeerNs, peer_nic: &str) {
         "ip", "-n", dev_ns, "link", "add", dev_nic, "type", "veth", "peer", "name", peer_nic,
         "netns", &peer.name,
     ]);
-    run(&["ip", "-n", dev_ns, "addr", "add", "192.168.77.2/24", "dev", dev_nic]);
-    run(&["ip", "-n", &peer.name, "addr", "add", "192.168.77.1/24", "dev", peer_nic]);
+    run(&[
+        "ip",
+        "-n",
+        dev_ns,
+        "addr",
+        "add",
+        "192.168.77.2/24",
+        "dev",
+        dev_nic,
+    ]);
+    run(&[
+        "ip",
+        "-n",
+        &peer.name,
+        "addr",
+        "add",
+        "192.168.77.1/24",
+        "dev",
+        peer_nic,
+    ]);
     run(&["ip", "-n", dev_ns, "link", "set", dev_nic, "up"]);
     run(&["ip", "-n", &peer.name, "link", "set", peer_nic, "up"]);
     // Checksums computed in software, so a capture on the sending side shows real values
     // (with TX offload the captured UDP checksum is only the pseudo-header sum).
-    run(&["ip", "netns", "exec", dev_ns, "ethtool", "-K", dev_nic, "tx", "off"]);
-    run(&["ip", "netns", "exec", &peer.name, "ethtool", "-K", peer_nic, "tx", "off"]);
+    run(&[
+        "ip", "netns", "exec", dev_ns, "ethtool", "-K", dev_nic, "tx", "off",
+    ]);
+    run(&[
+        "ip", "netns", "exec", &peer.name, "ethtool", "-K", peer_nic, "tx", "off",
+    ]);
 }
 
 /// Runtime configuration XML for the tests: DAP + slot 1 with 4 bytes each way.
@@ -267,7 +301,9 @@ impl Peer {
         let body = PnioResponse::to_request(&req, PnioStatus::OK, w.into_inner())
             .emit(h.drep)
             .unwrap();
-        let p = RpcPacket::new(RpcHeader::response_to(h), body).emit().unwrap();
+        let p = RpcPacket::new(RpcHeader::response_to(h), body)
+            .emit()
+            .unwrap();
         self.udp.send_to(&p, from).unwrap();
         if cb.ar_uuid == self.ar_uuid {
             self.app_ready_seen = true;
@@ -286,7 +322,9 @@ impl Peer {
             self.seq,
             op,
         );
-        let body = PnioRequest::new(4096, data).emit(Drep::LITTLE_ENDIAN).unwrap();
+        let body = PnioRequest::new(4096, data)
+            .emit(Drep::LITTLE_ENDIAN)
+            .unwrap();
         let pkt = RpcPacket::new(h, body).emit().unwrap();
         self.udp
             .set_read_timeout(Some(Duration::from_millis(200)))
@@ -313,7 +351,10 @@ impl Peer {
                 && p.header.activity == self.activity
                 && p.header.sequence == self.seq
             {
-                assert!(!p.header.is_fragment(), "fragmented response not expected here");
+                assert!(
+                    !p.header.is_fragment(),
+                    "fragmented response not expected here"
+                );
                 return PnioResponse::parse(&p.body, p.header.drep).expect("PNIO response");
             }
             assert!(
@@ -332,7 +373,10 @@ impl Peer {
             .set_read_timeout(Some(Duration::from_millis(100)))
             .unwrap();
         while !self.app_ready_seen {
-            assert!(Instant::now() < deadline, "no ApplicationReady from the device");
+            assert!(
+                Instant::now() < deadline,
+                "no ApplicationReady from the device"
+            );
             if let Ok((n, from)) = self.udp.recv_from(&mut buf) {
                 if let Ok(p) = RpcPacket::parse(&buf[..n]) {
                     self.maybe_app_ready(&p, from);
@@ -352,7 +396,9 @@ impl Peer {
             session_key: self.session_key,
             cm_initiator_mac: self.mac,
             cm_initiator_object_uuid: Uuid::pnio_object(1, 0x0002, VENDOR),
-            properties: ArProperties(ArProperties::STATE_ACTIVE | ArProperties::STARTUP_MODE_ADVANCED),
+            properties: ArProperties(
+                ArProperties::STATE_ACTIVE | ArProperties::STARTUP_MODE_ADVANCED,
+            ),
             cm_initiator_activity_timeout_factor: 100,
             cm_initiator_udp_rt_port: 0x8892,
             cm_initiator_station_name: "test-plc".into(),
@@ -373,7 +419,11 @@ impl Peer {
             lt: LT_PNIO,
             properties: IocrProperties(IocrProperties::RT_CLASS_1),
             data_length: 40,
-            frame_id: if ty == iocr_type::INPUT { 0xC010 } else { 0xFFFF },
+            frame_id: if ty == iocr_type::INPUT {
+                0xC010
+            } else {
+                0xFFFF
+            },
             send_clock_factor: t.send_clock_factor,
             reduction_ratio: t.reduction_ratio,
             phase: 1,
@@ -394,7 +444,12 @@ impl Peer {
         iocr(
             iocr_type::INPUT,
             1,
-            vec![obj(0, 1, 0), obj(0, 0x8000, 1), obj(0, 0x8001, 2), obj(1, 1, 3)],
+            vec![
+                obj(0, 1, 0),
+                obj(0, 0x8000, 1),
+                obj(0, 0x8001, 2),
+                obj(1, 1, 3),
+            ],
             vec![obj(1, 1, 8)],
         )
         .emit(&mut w)
@@ -404,7 +459,12 @@ impl Peer {
             iocr_type::OUTPUT,
             2,
             vec![obj(1, 1, 0)],
-            vec![obj(0, 1, 5), obj(0, 0x8000, 6), obj(0, 0x8001, 7), obj(1, 1, 8)],
+            vec![
+                obj(0, 1, 5),
+                obj(0, 0x8000, 6),
+                obj(0, 0x8001, 7),
+                obj(1, 1, 8),
+            ],
         )
         .emit(&mut w)
         .unwrap();
@@ -437,9 +497,24 @@ impl Peer {
                     module_ident: 1,
                     module_properties: 0,
                     submodules: vec![
-                        sub(1, 1, SubmoduleProperties::TYPE_NO_IO, vec![DataDescription::input(0)]),
-                        sub(0x8000, 2, SubmoduleProperties::TYPE_NO_IO, vec![DataDescription::input(0)]),
-                        sub(0x8001, 3, SubmoduleProperties::TYPE_NO_IO, vec![DataDescription::input(0)]),
+                        sub(
+                            1,
+                            1,
+                            SubmoduleProperties::TYPE_NO_IO,
+                            vec![DataDescription::input(0)],
+                        ),
+                        sub(
+                            0x8000,
+                            2,
+                            SubmoduleProperties::TYPE_NO_IO,
+                            vec![DataDescription::input(0)],
+                        ),
+                        sub(
+                            0x8001,
+                            3,
+                            SubmoduleProperties::TYPE_NO_IO,
+                            vec![DataDescription::input(0)],
+                        ),
                     ],
                 },
                 ExpectedModule {
@@ -523,7 +598,9 @@ impl Peer {
             target_ar_uuid: [0; 16],
         });
         let r = self.call(opnum::READ, req.to_bytes().unwrap());
-        let data = ReadResponse::parse(&r.data).map(|x| x.data).unwrap_or_default();
+        let data = ReadResponse::parse(&r.data)
+            .map(|x| x.data)
+            .unwrap_or_default();
         (r.status, data)
     }
 
@@ -576,7 +653,8 @@ impl Peer {
                     data_status: DataStatus::RUNNING,
                     transfer_status: 0,
                 };
-                let n = rt::build_cyclic_frame(&mut buf, &eth, FrameId(ofid), &sdu, status).unwrap();
+                let n =
+                    rt::build_cyclic_frame(&mut buf, &eth, FrameId(ofid), &sdu, status).unwrap();
                 if sock.send(&buf[..n]).is_ok() {
                     st.tx_frames.fetch_add(1, Ordering::Relaxed);
                 }
@@ -607,7 +685,10 @@ impl Peer {
                 ethertype: ethertype::PROFINET,
             };
             while !st.stop.load(Ordering::Acquire) {
-                let got = sock.recv(&mut buf, Some(Duration::from_millis(2))).ok().flatten();
+                let got = sock
+                    .recv(&mut buf, Some(Duration::from_millis(2)))
+                    .ok()
+                    .flatten();
                 let now = Instant::now();
                 if let Some(n) = got {
                     if let Ok((e, payload)) = EthernetRepr::parse_frame(&buf[..n]) {
@@ -618,7 +699,8 @@ impl Peer {
                                     let mut last = st.last_rx.lock().unwrap();
                                     if let Some(prev) = *last {
                                         let gap = now.duration_since(prev);
-                                        st.max_gap_us.fetch_max(gap.as_micros() as u64, Ordering::Relaxed);
+                                        st.max_gap_us
+                                            .fetch_max(gap.as_micros() as u64, Ordering::Relaxed);
                                     }
                                     *last = Some(now);
                                     st.armed.store(true, Ordering::Release);
@@ -740,9 +822,8 @@ impl Capture {
             let mut buf = vec![0u8; 2048];
             while !s2.load(Ordering::Acquire) {
                 // SAFETY: valid buffer.
-                let n = unsafe {
-                    libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0)
-                };
+                let n =
+                    unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
                 if n > 0 {
                     let mut v = f2.lock().unwrap();
                     if v.len() < max_frames {
@@ -801,7 +882,9 @@ pub fn pin_process(pid: i32) {
         for e in rd.flatten() {
             if let Ok(tid) = e.file_name().to_string_lossy().parse::<i32>() {
                 // SAFETY: valid cpu_set_t; tid of a child process thread.
-                unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+                unsafe {
+                    libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set)
+                };
             }
         }
     }
