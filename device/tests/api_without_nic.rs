@@ -90,7 +90,7 @@ fn spec_4_rule_7_unknown_path_or_wrong_method_is_404() {
         ("GET", "/API/STATUS"),
     ] {
         let r = d.req(m, p, None);
-        assert_track1(&r, 404);
+        assert_eq!(assert_track1(&r, 404)["code"], "PnS.Api.NotFound");
     }
 }
 
@@ -111,7 +111,8 @@ fn spec_5_api_key_checked_on_every_request() {
         ("POST", "/api/start"),
         ("GET", "/nope"),
     ] {
-        assert_track1(&d.try_req(m, p, None, &[]).unwrap(), 401);
+        let v = assert_track1(&d.try_req(m, p, None, &[]).unwrap(), 401);
+        assert_eq!(v["code"], "PnS.Api.Unauthorized");
         let wrong = [("X-Vendor-Pnet-Api-Key", "s3cret-kez")];
         assert_track1(&d.try_req(m, p, None, &wrong).unwrap(), 401);
         let longer = [("X-Vendor-Pnet-Api-Key", "s3cret-key-")];
@@ -153,7 +154,8 @@ fn spec_8_body_over_64k_is_413() {
     }
     let d = Daemon::start(DaemonOpts::new(), None);
     let big = "x".repeat(64 * 1024 + 1);
-    assert_track1(&d.req("POST", "/api/io", Some(&big)), 413);
+    let v = assert_track1(&d.req("POST", "/api/io", Some(&big)), 413);
+    assert_eq!(v["code"], "PnS.Api.PayloadTooLarge");
     assert_track1(&d.req("POST", "/api/diag", Some(&big)), 413);
     let exact = " ".repeat(64 * 1024 - 2) + "{}";
     let r = d.req("POST", "/api/io", Some(&exact));
@@ -185,7 +187,7 @@ fn spec_8_body_read_time_10s() {
         .unwrap();
     let r = read_response(&mut s).unwrap();
     let el = t0.elapsed();
-    assert_track1(&r, 408);
+    assert_eq!(assert_track1(&r, 408)["code"], "PnS.Api.RequestTimeout");
     assert!(
         el >= Duration::from_millis(9500) && el < Duration::from_secs(15),
         "{el:?}"
@@ -258,6 +260,16 @@ fn spec_7_2_bad_io_write_bodies_are_400_with_echo() {
     for body in cases {
         let r = d.req("POST", "/api/io", Some(body));
         let v = assert_track1(&r, 400);
+        let expected = if body.contains("-1")
+            || body.contains(":32,")
+            || body.contains(":31,\"data\":\"0000")
+            || body.contains("18446744073709551615")
+        {
+            "PnS.Api.OutOfRange"
+        } else {
+            "PnS.Api.InvalidBody"
+        };
+        assert_eq!(v["code"], expected, "{body}");
         assert!(
             v["message"].as_str().unwrap().contains(body),
             "no echo of {body:?}: {v}"
@@ -485,6 +497,18 @@ fn spec_2_6_alarms_ack_and_history() {
     let h = h.as_array().unwrap();
     assert_eq!(h.len(), 3);
     assert!(h.iter().all(|a| a["state"] == "Acknowledged"));
+    // a condition that goes away clears its alarm (state Cleared, leaves the active list)
+    d.post(
+        "/api/diag",
+        json!({"slot":2,"subslot":1,"errorType":1,"severity":1}),
+    );
+    assert_eq!(d.status()["alarmCount"], 1);
+    d.post(
+        "/api/diag",
+        json!({"action":"remove","slot":2,"subslot":1,"errorType":1}),
+    );
+    let h = d.get("/api/alarms/history");
+    assert_eq!(h[0]["state"], "Cleared");
     assert_eq!(d.status()["alarmCount"], 0);
 }
 
