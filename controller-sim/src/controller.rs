@@ -707,13 +707,14 @@ impl Shared {
                 PnioStatus::OK,
                 a.faults.lock().unwrap_or_else(|e| e.into_inner()).app_ready,
             ),
-            // Unknown AR: negative answer (ErrorCode CONTROL, PNIO, CMRPC "unknown AR").
+            // Unknown AR: negative answer (ErrorCode CONTROL, PNIO, CMRPC 0x40, "AR UUID
+            // unknown" 5; Wireshark packet-dcerpc-pn-io.c pn_io_error_code2_pnio_64).
             None => (
                 PnioStatus::new(
                     PnioStatus::CODE_CONTROL,
                     PnioStatus::DECODE_PNIO,
-                    0x3D,
-                    0x01,
+                    0x40,
+                    0x05,
                 ),
                 AppReadyFault::Normal,
             ),
