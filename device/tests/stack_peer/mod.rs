@@ -240,6 +240,13 @@ pub struct Peer {
     pub rta: Arc<Mutex<RtaMachine>>,
     pub threads: Vec<std::thread::JoinHandle<()>>,
     pub app_ready_seen: bool,
+    /// Request fragments sent by the last call / response fragments received.
+    pub fragments_sent: usize,
+    pub fragments_received: usize,
+    /// Expect a different SubmoduleIdentNumber for slot 1 (ModuleDiffBlock test).
+    pub wrong_slot1_ident: bool,
+    /// CMInitiatorActivityTimeoutFactor (100 ms units) of the connect.
+    pub cmi_factor: u16,
 }
 
 impl Peer {
@@ -274,6 +281,10 @@ impl Peer {
             )))),
             threads: Vec::new(),
             app_ready_seen: false,
+            fragments_sent: 0,
+            fragments_received: 0,
+            wrong_slot1_ident: false,
+            cmi_factor: 100,
         }
     }
 
@@ -311,7 +322,8 @@ impl Peer {
         true
     }
 
-    /// One RPC call to the device (answers ApplicationReady requests meanwhile).
+    /// One RPC call to the device (answers ApplicationReady requests meanwhile). Requests
+    /// longer than one fragment are sent fragmented; fragmented responses are reassembled.
     pub fn call(&mut self, op: u16, data: Vec<u8>) -> PnioResponse {
         self.seq += 1;
         let h = RpcHeader::request(
@@ -322,20 +334,29 @@ impl Peer {
             self.seq,
             op,
         );
-        let body = PnioRequest::new(4096, data)
+        let body = PnioRequest::new(65000, data)
             .emit(Drep::LITTLE_ENDIAN)
             .unwrap();
-        let pkt = RpcPacket::new(h, body).emit().unwrap();
+        let pkts: Vec<Vec<u8>> = pn_protocol::wire::rpc::fragment(&h, &body, 1392, false)
+            .unwrap()
+            .iter()
+            .map(|p| p.emit().unwrap())
+            .collect();
         self.udp
             .set_read_timeout(Some(Duration::from_millis(200)))
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
         let mut next_send = Instant::now();
         let mut buf = vec![0u8; 65536];
+        let mut reasm = pn_protocol::machine::rpc_reassembly::Reassembler::new(Default::default());
+        let t0 = Instant::now();
         loop {
             assert!(Instant::now() < deadline, "RPC opnum {op}: no response");
             if Instant::now() >= next_send {
-                self.udp.send_to(&pkt, Self::dev_addr()).unwrap();
+                for p in &pkts {
+                    self.udp.send_to(p, Self::dev_addr()).unwrap();
+                }
+                self.fragments_sent = pkts.len();
                 next_send = Instant::now() + Duration::from_secs(1);
             }
             let Ok((n, from)) = self.udp.recv_from(&mut buf) else {
@@ -351,11 +372,15 @@ impl Peer {
                 && p.header.activity == self.activity
                 && p.header.sequence == self.seq
             {
-                assert!(
-                    !p.header.is_fragment(),
-                    "fragmented response not expected here"
-                );
-                return PnioResponse::parse(&p.body, p.header.drep).expect("PNIO response");
+                if p.header.is_fragment() {
+                    self.fragments_received += 1;
+                }
+                let now = pn_protocol::time::Instant::from_nanos(t0.elapsed().as_nanos() as u64);
+                let r = reasm.receive(now, &p).expect("reassembly");
+                if let Some(m) = r.message {
+                    return PnioResponse::parse(&m.body, m.header.drep).expect("PNIO response");
+                }
+                continue;
             }
             assert!(
                 !matches!(p.header.packet_type, PacketType::Reject | PacketType::Fault),
@@ -399,7 +424,7 @@ impl Peer {
             properties: ArProperties(
                 ArProperties::STATE_ACTIVE | ArProperties::STARTUP_MODE_ADVANCED,
             ),
-            cm_initiator_activity_timeout_factor: 100,
+            cm_initiator_activity_timeout_factor: self.cmi_factor,
             cm_initiator_udp_rt_port: 0x8892,
             cm_initiator_station_name: "test-plc".into(),
         }
@@ -524,7 +549,7 @@ impl Peer {
                     module_properties: 0,
                     submodules: vec![sub(
                         1,
-                        1,
+                        if self.wrong_slot1_ident { 99 } else { 1 },
                         SubmoduleProperties::TYPE_INPUT_OUTPUT,
                         vec![DataDescription::input(4), DataDescription::output(4)],
                     )],
@@ -602,6 +627,103 @@ impl Peer {
             .map(|x| x.data)
             .unwrap_or_default();
         (r.status, data)
+    }
+
+    /// A supervisor (DeviceAccess) AR connect: ARBlockReq only, ARType 0x0006.
+    pub fn supervisor_connect(&mut self, ar_uuid: Uuid) -> PnioResponse {
+        let mut w = Writer::new();
+        ArBlockReq {
+            version: (1, 0),
+            ar_type: ar_type::IOSAR,
+            ar_uuid,
+            session_key: 7,
+            cm_initiator_mac: self.mac,
+            cm_initiator_object_uuid: Uuid::pnio_object(1, 0x0002, VENDOR),
+            properties: ArProperties(ArProperties::STATE_ACTIVE | ArProperties::DEVICE_ACCESS),
+            cm_initiator_activity_timeout_factor: 600,
+            cm_initiator_udp_rt_port: 0x8892,
+            cm_initiator_station_name: "commissioning-tool".into(),
+        }
+        .emit(&mut w)
+        .unwrap();
+        self.call(opnum::CONNECT, w.into_inner())
+    }
+
+    /// Release of an AR given by UUID and session key.
+    pub fn release_ar(&mut self, ar_uuid: Uuid, session_key: u16) -> PnioResponse {
+        let mut w = Writer::new();
+        ControlBlock::release_req(ar_uuid, session_key)
+            .emit(&mut w)
+            .unwrap();
+        self.call(opnum::RELEASE, w.into_inner())
+    }
+
+    /// Record read with any AR UUID (nil = implicit read, opnum 5).
+    pub fn read_with(
+        &mut self,
+        ar: Uuid,
+        slot: u16,
+        subslot: u16,
+        index: u16,
+    ) -> (PnioStatus, Vec<u8>) {
+        let implicit = ar == Uuid::NIL;
+        let req = ReadRequest::new(ReadReqHeaderRepr {
+            seq_number: self.seq as u16,
+            ar_uuid: ar.0,
+            address: RecordAddress::new(0, slot, subslot, index),
+            record_data_length: 65000,
+            target_ar_uuid: [0; 16],
+        });
+        let op = if implicit {
+            opnum::READ_IMPLICIT
+        } else {
+            opnum::READ
+        };
+        let r = self.call(op, req.to_bytes().unwrap());
+        let data = ReadResponse::parse(&r.data)
+            .map(|x| x.data)
+            .unwrap_or_default();
+        (r.status, data)
+    }
+
+    /// Single record write with an AR.
+    pub fn write_with(
+        &mut self,
+        ar: Uuid,
+        slot: u16,
+        subslot: u16,
+        index: u16,
+        data: Vec<u8>,
+    ) -> PnioResponse {
+        let req = pn_protocol::wire::pnio::record::WriteRequest::single(
+            self.seq as u16,
+            ar.0,
+            RecordAddress::new(0, slot, subslot, index),
+            data,
+        )
+        .unwrap();
+        self.call(opnum::WRITE, req.to_bytes().unwrap())
+    }
+
+    /// MultipleWrite with the IO AR: (slot, subslot, index, data) per record.
+    pub fn multiple_write(&mut self, recs: Vec<(u16, u16, u16, Vec<u8>)>) -> PnioResponse {
+        use pn_protocol::wire::pnio::record::{WriteRecord, WriteReqHeaderRepr, WriteRequest};
+        let seq = self.seq as u16;
+        let ar = self.ar_uuid.0;
+        let records = recs
+            .into_iter()
+            .map(|(slot, subslot, index, data)| WriteRecord {
+                header: WriteReqHeaderRepr {
+                    seq_number: seq,
+                    ar_uuid: ar,
+                    address: RecordAddress::new(0, slot, subslot, index),
+                    record_data_length: data.len() as u32,
+                },
+                data,
+            })
+            .collect();
+        let req = WriteRequest::multiple(seq, ar, records).unwrap();
+        self.call(opnum::WRITE, req.to_bytes().unwrap())
     }
 
     /// Start the cyclic sender and the receiver threads.

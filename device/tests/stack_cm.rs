@@ -1,0 +1,208 @@
+//! Connection management on the real wire (device binary in one namespace, protocol-built test
+//! controller in another): record services beside the IO AR, the supervisor / DeviceAccess
+//! AR, a second IO AR, MultipleWrite, RPC fragmentation both ways, ModuleDiffBlock with
+//! IOPS/IOCS BAD, CMInitiatorActivityTimeout.
+
+mod common;
+mod stack_peer;
+
+use std::time::Duration;
+
+use common::{any_binding, write_licence, Daemon, DaemonOpts, Netns};
+use pn_protocol::wire::pnio::block::blocks;
+use pn_protocol::wire::pnio::im::{Im1, Im2, Im3, ImRecord};
+use pn_protocol::wire::pnio::module_diff::{ident_info, ModuleDiffBlock};
+use pn_protocol::wire::pnio::record::index;
+use pn_protocol::wire::rpc::{opnum, Uuid};
+use stack_peer::{wait_for, wire_up, write_config, Peer, PeerNs, Timing};
+
+const TIMING: Timing = Timing {
+    send_clock_factor: 32,
+    reduction_ratio: 4,
+    data_hold_factor: 10,
+};
+
+fn rig(tag: &str) -> Option<(Daemon, PeerNs)> {
+    if !pn_testkit::env::require_root() {
+        return None;
+    }
+    let ns = Netns::new();
+    let peer_ns = PeerNs::new(tag);
+    wire_up(&ns.name, "pnd0", &peer_ns, "pnc0");
+    let dir = tempfile::tempdir().unwrap();
+    write_licence(&dir.path().join("licence.json"), 3600, any_binding());
+    let xml = dir.path().join("device.xml");
+    write_config(&xml, "pnd0", 1);
+    let d = Daemon::start_in(ns, dir, DaemonOpts::new().nic(Some("pnd0")).config(xml));
+    stack_peer::pin_process(d.pid());
+    assert_eq!(d.post_empty("/api/start")["ok"], true, "{}", d.log_text());
+    d.wait_state("Initialized");
+    Some((d, peer_ns))
+}
+
+fn uuid(n: u8) -> Uuid {
+    let mut b = [n; 16];
+    b[6] = 0x40 | (n & 0x0F);
+    b[8] = 0x80;
+    Uuid::from_bytes(b)
+}
+
+#[test]
+fn stack_cm_records_supervisor_second_ar_fragmentation() {
+    let Some((d, peer_ns)) = rig("cm") else {
+        return;
+    };
+    let mut peer = Peer::open(&peer_ns, "pnc0", TIMING);
+    // Implicit read (opnum 5) without any AR.
+    let (st, data) = peer.read_with(Uuid::NIL, 0, 1, index::IM0);
+    assert!(st.is_ok(), "implicit read: {st}");
+    assert!(matches!(ImRecord::parse(&data), Ok(ImRecord::Im0(_))));
+
+    peer.establish();
+    d.wait_state("DataExchange");
+
+    // A second IO AR is refused: CMRPC "out of AR resources" (DB 81 40 04).
+    let (keep_uuid, keep_key) = (peer.ar_uuid, peer.session_key);
+    peer.ar_uuid = uuid(0x22);
+    let blocks2 = peer.connect_blocks();
+    let r = peer.call(opnum::CONNECT, blocks2);
+    assert_eq!(r.status.to_bytes(), [0xDB, 0x81, 0x40, 0x04], "second AR");
+    peer.ar_uuid = keep_uuid;
+    peer.session_key = keep_key;
+
+    // Supervisor / DeviceAccess AR beside the IO AR: connect, write I&M1, read it back.
+    let sup = uuid(0x33);
+    let r = peer.supervisor_connect(sup);
+    assert!(r.status.is_ok(), "supervisor AR refused: {}", r.status);
+    assert!(blocks(&r.data).any(|b| b.is_ok_and(|b| b.block_type() == 0x8101)));
+    let im1 = ImRecord::Im1(Im1 {
+        tag_function: "PUMP-7".into(),
+        tag_location: "HALL-2".into(),
+    })
+    .to_bytes()
+    .unwrap();
+    let r = peer.write_with(sup, 0, 1, index::IM1, im1.clone());
+    assert!(
+        r.status.is_ok(),
+        "I&M1 write via supervisor AR: {}",
+        r.status
+    );
+    let (st, back) = peer.read_with(sup, 0, 1, index::IM1);
+    assert!(st.is_ok());
+    assert_eq!(back, im1);
+    let im = wait_for("I&M1 persisted", Duration::from_secs(3), || {
+        let im = d.get("/api/im");
+        im.to_string().contains("PUMP-7").then_some(im)
+    });
+    assert!(im.to_string().contains("HALL-2"), "{im}");
+    let r = peer.release_ar(sup, 7);
+    assert!(r.status.is_ok(), "supervisor release: {}", r.status);
+    // Reads with the released supervisor AR are refused; the IO AR is untouched.
+    let (st, _) = peer.read_with(sup, 0, 1, index::IM0);
+    assert_eq!(st.to_bytes()[..3], [0xDE, 0x81, 0x40]);
+    assert_eq!(d.status()["state"], "DataExchange");
+
+    // MultipleWrite (I&M2 + I&M3) with the IO AR.
+    let im2 = ImRecord::Im2(Im2 {
+        date: "2026-11-23 18:00".into(),
+    })
+    .to_bytes()
+    .unwrap();
+    let im3 = ImRecord::Im3(Im3 {
+        descriptor: "written by MultipleWrite".into(),
+    })
+    .to_bytes()
+    .unwrap();
+    let r = peer.multiple_write(vec![(0, 1, index::IM2, im2), (0, 1, index::IM3, im3)]);
+    assert!(r.status.is_ok(), "MultipleWrite: {}", r.status);
+    let resp = pn_protocol::wire::pnio::record::WriteResponse::parse(&r.data).unwrap();
+    assert_eq!(resp.records.len(), 2);
+    assert!(resp.records.iter().all(|h| h.status.is_ok()));
+    wait_for("I&M3 persisted", Duration::from_secs(3), || {
+        d.get("/api/im")
+            .to_string()
+            .contains("written by MultipleWrite")
+            .then_some(())
+    });
+
+    // Fragmentation both ways: a 3000-byte user record written in fragments, read back in
+    // fragments.
+    let big: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+    let r = peer.write_with(peer.ar_uuid, 1, 1, 0x0100, big.clone());
+    assert!(r.status.is_ok(), "fragmented write: {}", r.status);
+    assert!(peer.fragments_sent >= 3, "request not fragmented");
+    let recs = wait_for(
+        "user record in /api/records",
+        Duration::from_secs(3),
+        || {
+            let v = d.get("/api/records");
+            v.to_string().contains("256").then_some(v)
+        },
+    );
+    assert!(!recs.to_string().is_empty());
+    let before = peer.fragments_received;
+    let (st, back) = peer.read_with(peer.ar_uuid, 1, 1, 0x0100);
+    assert!(st.is_ok(), "read back: {st}");
+    assert_eq!(back, big);
+    assert!(
+        peer.fragments_received - before >= 3,
+        "response not fragmented"
+    );
+    // Unknown index: well-formed negative response.
+    let (st, _) = peer.read_with(peer.ar_uuid, 0, 1, 0xFBFF);
+    assert_eq!(st.to_bytes(), [0xDE, 0x80, 0xB0, 0x00]);
+    assert_eq!(d.status()["state"], "DataExchange");
+    peer.release();
+    d.wait_state("Aborted");
+}
+
+#[test]
+fn stack_cm_module_diff_and_cmi_timeout() {
+    let Some((d, peer_ns)) = rig("md") else {
+        return;
+    };
+    let mut peer = Peer::open(&peer_ns, "pnc0", TIMING);
+    // Slot 1 expected with another SubmoduleIdentNumber: the connect succeeds with a
+    // ModuleDiffBlock and the device's frames carry IOPS/IOCS BAD for that submodule.
+    peer.wrong_slot1_ident = true;
+    peer.cmi_factor = 10; // 1 s
+    let r = peer.connect();
+    let md = blocks(&r.data)
+        .filter_map(|b| b.ok())
+        .find(|b| b.block_type() == 0x8104)
+        .map(|b| ModuleDiffBlock::parse(&b).unwrap())
+        .expect("ModuleDiffBlock in the connect response");
+    let m = &md.apis[0].modules[0];
+    assert_eq!(m.slot, 1);
+    assert_eq!(m.submodules[0].subslot, 1);
+    assert_eq!(m.submodules[0].state.ident_info(), ident_info::WRONG);
+    wait_for("device frames", Duration::from_secs(3), || {
+        let s = peer.state.last_sdu.lock().unwrap().clone();
+        (s.len() >= 9).then_some(())
+    });
+    let sdu = peer.state.last_sdu.lock().unwrap().clone();
+    assert_eq!(sdu[0], 0x80, "DAP IOPS GOOD");
+    assert_eq!(sdu[7], 0x00, "slot 1 IOPS BAD");
+    assert_eq!(sdu[8], 0x00, "slot 1 IOCS BAD");
+
+    // No PrmEnd: the AR is aborted after CMInitiatorActivityTimeoutFactor x 100 ms, after
+    // which a new IO AR is accepted (it would be refused with 40 04 while the old one lived).
+    let hist = wait_for("CMI timeout recorded", Duration::from_secs(5), || {
+        let h = d.get("/api/alarms/history").to_string();
+        h.contains("CMInitiatorActivityTimeout").then_some(h)
+    });
+    assert!(!hist.is_empty());
+    peer.stop_cyclic();
+    peer.new_ar();
+    peer.wrong_slot1_ident = false;
+    peer.cmi_factor = 100;
+    peer.establish();
+    d.wait_state("DataExchange");
+    let sdu = wait_for("slot 1 IOPS GOOD", Duration::from_secs(3), || {
+        let s = peer.state.last_sdu.lock().unwrap().clone();
+        (s.len() >= 9 && s[7] == 0x80).then_some(s)
+    });
+    assert_eq!(sdu[8], 0x80);
+    peer.release();
+    d.wait_state("Aborted");
+}
