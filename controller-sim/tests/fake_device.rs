@@ -423,3 +423,58 @@ fn dcp_set_commands() {
         .unwrap()
         .is_none());
 }
+
+/// Identify All over several devices that spread their answers with the response delay:
+/// every device is found once, and the answers did arrive spread out.
+#[test]
+fn identify_all_collects_delayed_answers_from_many_devices() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    let ctl_ns = common::NetNs::new("pcmc").unwrap();
+    let br = pn_testkit::netns::unique_name("pcmbr");
+    ctl_ns
+        .exec_ok(&["ip", "link", "add", &br, "type", "bridge"])
+        .unwrap();
+    ctl_ns.exec_ok(&["ip", "link", "set", &br, "up"]).unwrap();
+    let mut devs = Vec::new();
+    let mut keep = Vec::new();
+    for i in 0..5 {
+        let ns = common::NetNs::new("pcmd").unwrap();
+        let v = common::Veth::new("pcm", &ctl_ns, &ns).unwrap();
+        ctl_ns
+            .exec_ok(&["ip", "link", "set", &v.a, "master", &br])
+            .unwrap();
+        let ifname = v.b.clone();
+        let d = ns
+            .enter(move || FakeDevice::start(&ifname, fcfg(&format!("many-{i}"))))
+            .unwrap();
+        devs.push(d);
+        keep.push((ns, v));
+    }
+    let brc = br.clone();
+    let ctl = ctl_ns
+        .enter(move || Controller::start(ControllerConfig::new(&brc)))
+        .unwrap()
+        .expect("controller");
+    // Factor 26: answers spread over 0..250 ms.
+    let found = ctl
+        .dcp_identify_all(26, Duration::from_millis(150))
+        .unwrap();
+    let names: Vec<_> = found.iter().map(|d| d.name_of_station.clone()).collect();
+    assert_eq!(
+        names,
+        (0..5).map(|i| format!("many-{i}")).collect::<Vec<_>>()
+    );
+    let delays: Vec<u64> = devs
+        .iter()
+        .flat_map(|d| d.seen().identify_delays_ms)
+        .collect();
+    assert_eq!(delays.len(), 5);
+    assert!(delays.iter().all(|&d| d < 260));
+    // The answers really were spread (distinct delays), yet each device was listed once.
+    let mut distinct = delays.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert!(distinct.len() >= 2, "{delays:?}");
+}

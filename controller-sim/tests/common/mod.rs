@@ -68,6 +68,7 @@ impl Lab {
 #[derive(Debug, Default, Clone)]
 pub struct Seen {
     pub dcp_identify: u32,
+    pub identify_delays_ms: Vec<u64>,
     pub dcp_set: Vec<DcpRepr>,
     pub connect: Option<Vec<u8>>,
     pub writes: Vec<WriteRequest>,
@@ -227,7 +228,24 @@ impl FakeDevice {
                             _ => continue,
                         };
                         if let Ok(fr) = resp.build_frame(eth.src, mac, None) {
-                            let _ = sock.send(&fr);
+                            // Identify response delay: (MAC mod factor) x 10 ms, as p-net
+                            // spreads its answers (pf_dcp_identify_req).
+                            let f = u64::from(d.response_delay);
+                            if d.service_id == ServiceId::Identify && f > 1 {
+                                let delay =
+                                    StdDuration::from_millis((u64::from(mac.0[5]) % f) * 10);
+                                let sock = sock.clone();
+                                seen.lock()
+                                    .unwrap()
+                                    .identify_delays_ms
+                                    .push(delay.as_millis() as u64);
+                                std::thread::spawn(move || {
+                                    std::thread::sleep(delay);
+                                    let _ = sock.send(&fr);
+                                });
+                            } else {
+                                let _ = sock.send(&fr);
+                            }
                         }
                         continue;
                     }
