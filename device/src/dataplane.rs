@@ -556,6 +556,13 @@ pub trait DataPlane: Send + Sync {
     /// Deliver a command (never blocks; ignored when not running, except that
     /// `SetHighResolutionTimer` should be remembered for the next start).
     fn command(&self, cmd: StackCommand);
+
+    /// Extra fields for `GET /api/diag` (spec 2: objects may gain fields), e.g. the LLDP
+    /// neighbour, link speed and MAU type of the L2 services. A JSON object merged into the
+    /// diag body; `None` (the default) adds nothing. Cheap, never blocks on the cyclic thread.
+    fn extra_diag(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 // ------------------------------------------------------------------------------------------

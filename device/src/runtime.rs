@@ -1112,6 +1112,9 @@ impl Runtime {
         {
             m.extend(c);
         }
+        if let (Value::Object(m), Some(Value::Object(x))) = (&mut v, self.plane.extra_diag()) {
+            m.extend(x);
+        }
         v
     }
 

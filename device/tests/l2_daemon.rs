@@ -12,7 +12,7 @@ use common::{any_binding, wait_for, write_config, write_licence, Daemon, DaemonO
 use pn_device::stack::socket::PnSocket;
 use pn_protocol::wire::dcp::{qualifier, BlockError, DcpRepr, DcpValue, NameOfStation};
 use pn_protocol::wire::ethernet::MacAddr;
-use pn_protocol::wire::lldp::LldpRepr;
+use pn_protocol::wire::lldp::{DeviceLldpConfig, LldpRepr};
 use pn_testkit::netns::NetNs;
 
 const PEER_MAC: MacAddr = MacAddr([0x02, 0x4c, 0x32, 0x00, 0x00, 0x77]);
@@ -187,6 +187,34 @@ fn l2_daemon_dcp_set_persist_restart_reset_lldp_and_link() {
     let (_, l) = LldpRepr::parse_frame(&f).unwrap();
     assert_eq!(l.port_id(), Some((7, &b"port-001.l2-daemon"[..])));
     assert_eq!(l.ttl(), Some(20));
+
+    // The peer's LLDP shows as the neighbour in GET /api/diag (l2 extras), with the link's
+    // MAU type (veth: 10 Gbit/s, reported as the 100BASE-TX FD substitute).
+    let mut c = DeviceLldpConfig::new(
+        Some(NameOfStation::new("plc-x").unwrap()),
+        PEER_MAC,
+        Ipv4Addr::new(192, 168, 88, 1),
+    );
+    c.system_description = "test controller".into();
+    peer.sock
+        .send(&c.build().build_frame(PEER_MAC).unwrap())
+        .unwrap();
+    let diag = wait_for(
+        "LLDP neighbour in /api/diag",
+        Duration::from_secs(3),
+        || {
+            let v = d.get("/api/diag");
+            (v["l2"]["lldpNeighbour"]["portId"] == "port-001.plc-x").then_some(v)
+        },
+    );
+    let nb = &diag["l2"]["lldpNeighbour"];
+    assert_eq!(nb["stationName"], "plc-x", "{diag}");
+    assert_eq!(nb["managementAddress"], "192.168.88.1", "{diag}");
+    assert_eq!(nb["ttl"], 20, "{diag}");
+    assert_eq!(nb["chassisMac"], PEER_MAC.to_string(), "{diag}");
+    assert_eq!(diag["l2"]["mauType"], 16, "{diag}");
+    assert_eq!(diag["l2"]["mauTypeSubstituted"], true, "{diag}");
+    assert_eq!(diag["l2"]["linkSpeedMbps"], 10000, "{diag}");
 
     // Set IP (permanent): applied inside the device namespace, shown in the status.
     let ip = Ipv4Addr::new(192, 168, 88, 2);

@@ -426,6 +426,12 @@ impl DataPlane for ProfinetPlane {
         }
     }
 
+    fn extra_diag(&self) -> Option<serde_json::Value> {
+        let inner = self.lock();
+        let l2 = inner.running.as_ref()?.l2.as_ref()?.status();
+        Some(serde_json::json!({ "l2": l2 }))
+    }
+
     fn command(&self, cmd: StackCommand) {
         let mut inner = self.lock();
         if let StackCommand::SetHighResolutionTimer(on) = cmd {
