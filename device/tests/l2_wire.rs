@@ -135,6 +135,7 @@ impl Rig {
                         software_revision: ('V', 1, 0, 0),
                         ..Default::default()
                     },
+                    location: "hall 7".into(),
                     snmp: Some(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 161))),
                     llmnr: Some(5355),
                     apply_ip: true,
@@ -638,7 +639,7 @@ fn l2_wire_snmp_and_llmnr_answer_independent_clients() {
         out.contains(".1.3.6.1.2.1.1.5.0 = STRING: \"l2-dev\""),
         "{out}"
     );
-    assert!(out.contains(".1.3.6.1.2.1.1.7.0 = INTEGER: 72"), "{out}");
+    assert!(out.contains(".1.3.6.1.2.1.1.7.0 = INTEGER: 78"), "{out}");
     assert!(
         out.contains(".1.3.6.1.2.1.1.2.0 = OID: .1.3.6.1.4.1.24686"),
         "{out}"
@@ -671,6 +672,10 @@ fn l2_wire_snmp_and_llmnr_answer_independent_clients() {
         "{out}"
     );
     assert!(out.contains(".1.3.6.1.2.1.1.3.0 = Timeticks:"), "{out}");
+    assert!(
+        out.contains(".1.3.6.1.2.1.1.6.0 = STRING: \"hall 7\""),
+        "{out}"
+    );
     // A wrong community gets no answer.
     assert!(rig
         .peer_ns

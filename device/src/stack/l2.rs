@@ -51,6 +51,8 @@ pub struct L2Config {
     /// Target of DCP ResetToFactory: (name, ip, mask, gateway) of the configuration.
     pub configured: (String, Ipv4Addr, Ipv4Addr, Ipv4Addr),
     pub im0: Im0Config,
+    /// SNMP sysLocation (the I&M1 tag location, as p-net does).
+    pub location: String,
     /// SNMP agent address (`None` = off). Default 0.0.0.0:161.
     pub snmp: Option<SocketAddr>,
     /// LLMNR port (`None` = off). Default 5355.
@@ -84,6 +86,7 @@ impl L2Config {
             },
             configured: (cfg.station_name.clone(), cfg.ip, cfg.mask, cfg.gateway),
             im0: cfg.im0.clone(),
+            location: cfg.im.tag_location.trim().to_string(),
             snmp: Some(snmp::default_addr()),
             llmnr: Some(llmnr::PORT),
             apply_ip: true,
@@ -383,7 +386,7 @@ impl L2Services {
             descr: lldp::system_description(&cfg.im0),
             contact: String::new(),
             name: id.station_name.clone(),
-            location: String::new(),
+            location: cfg.location.clone(),
         }));
         let llmnr_id = Arc::new(Mutex::new(LlmnrIdentity {
             name: id.station_name.clone(),

@@ -6,8 +6,8 @@
 //! a well-formed message, is dropped without an answer (RFC 3584 / common agent behaviour).
 //! Objects (RFC 3418, 1.3.6.1.2.1.1.x.0): sysDescr (the PROFINET system description, also the
 //! LLDP Chassis ID), sysObjectID, sysUpTime (centiseconds since the agent started), sysContact,
-//! sysName (the station name), sysLocation (I&M1 tag location when set), sysServices (72 =
-//! transport + application layer, an end station).
+//! sysName (the station name), sysLocation (I&M1 tag location when set), sysServices (78, as
+//! p-net documents for PROFINET devices).
 //!
 //! # Why an own BER codec
 //! The subset needed (INTEGER, OCTET STRING, NULL, OBJECT IDENTIFIER, SEQUENCE, TimeTicks and
@@ -26,8 +26,9 @@ use std::time::Duration;
 pub const COMMUNITY: &[u8] = b"public";
 /// sysObjectID: the enterprise arc of the PROFIBUS Nutzerorganisation (PNO).
 pub const SYS_OBJECT_ID: &[u32] = &[1, 3, 6, 1, 4, 1, 24686];
-/// sysServices: transport (4) + application (64).
-pub const SYS_SERVICES: i64 = 72;
+/// sysServices: 78 = datalink (2) + internet (4) + end-to-end (8) + applications (64), the
+/// value p-net's documentation gives for PROFINET devices (doc/network_topology_detection.rst).
+pub const SYS_SERVICES: i64 = 78;
 /// Largest request handled (bigger datagrams are dropped).
 pub const MAX_MESSAGE: usize = 1472;
 
@@ -667,7 +668,7 @@ mod tests {
             vb[2],
             (vec![1, 3, 6, 1, 2, 1, 1, 3, 0], tag::TIMETICKS, vec![77])
         );
-        assert_eq!(vb[6].2, vec![72]);
+        assert_eq!(vb[6].2, vec![78]);
         assert_eq!(vb[7].1, tag::END_OF_MIB_VIEW);
         // SET is refused.
         let r = a
