@@ -167,6 +167,10 @@ impl Lab {
         let ns_dev = NetNs::new(NS_DEV)?;
         let ns_ctl = NetNs::new(NS_CTL)?;
         let veth = Veth::new("pl", &ns_dev, &ns_ctl)?;
+        // The PNIO-CM link: the device's address as its configuration states it (scenario
+        // configurations use DEV_IP), the controller's beside it.
+        ns_dev.exec_ok(&["ip", "addr", "add", &format!("{}/24", crate::peer::DEV_IP), "dev", &veth.a])?;
+        ns_ctl.exec_ok(&["ip", "addr", "add", &format!("{}/24", crate::peer::CTL_IP), "dev", &veth.b])?;
         let dir = tempfile::Builder::new()
             .prefix("pn-lab-")
             .tempdir()
@@ -226,6 +230,12 @@ impl Lab {
     pub fn write_config(&self, xml: &str) -> Result<(), String> {
         let text = xml.replace("${nic}", self.nic());
         std::fs::write(self.config_path(), text).map_err(|e| e.to_string())
+    }
+
+    /// The runtime configuration the device was given (the embedded default when none).
+    pub fn config_text(&self) -> String {
+        std::fs::read_to_string(self.config_path())
+            .unwrap_or_else(|_| pn_device::config::DEFAULT_CONFIG_XML.to_string())
     }
 
     fn write_settings(&self) -> Result<(), String> {

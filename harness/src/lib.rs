@@ -4,4 +4,5 @@
 
 pub mod coverage;
 pub mod lab;
+pub mod peer;
 pub mod scenario;

@@ -4,6 +4,7 @@ use super::check::{check_all, lookup, substitute, substitute_json};
 use super::format::*;
 use super::redact::redact_with;
 use crate::lab::{Lab, LabOptions, Licence};
+use crate::peer::{Peer, PeerTiming};
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -40,6 +41,8 @@ fn read_config(name: &str) -> Result<String, String> {
 struct Run<'a> {
     sc: &'a Scenario,
     golden_root: PathBuf,
+    // Dropped before the lab: the controller lives in the lab's namespace.
+    peer: Option<Peer>,
     lab: Lab,
     vars: BTreeMap<String, Json>,
 }
@@ -72,6 +75,7 @@ pub fn run_with_golden(sc: &Scenario, golden_root: &Path) -> Result<(), String> 
     let mut r = Run {
         sc,
         golden_root: golden_root.to_path_buf(),
+        peer: None,
         lab,
         vars,
     };
@@ -90,6 +94,16 @@ pub fn run_with_golden(sc: &Scenario, golden_root: &Path) -> Result<(), String> 
 
 impl Run<'_> {
     fn all_steps(&mut self) -> Result<(), String> {
+        if let Some(c) = &self.sc.controller {
+            let timing = PeerTiming {
+                send_clock_factor: (c.cycle_ms * 32.0).round() as u16,
+                reduction_ratio: 1,
+                data_hold_factor: c.data_hold_factor,
+            };
+            let peer = Peer::start(&self.lab.ns_ctl, self.lab.controller_nic(), self.lab.config_text(), timing)
+                .map_err(|e| format!("{}: controller set-up: {e}", self.sc.path.display()))?;
+            self.peer = Some(peer);
+        }
         if self.sc.device.start {
             let resp = self.call_raw("POST", "/api/start", None, &KeyChoice::Configured, &[])?;
             if resp.status != 200 {
@@ -99,6 +113,21 @@ impl Run<'_> {
                     resp.status
                 ));
             }
+            // The start request returns before the stack has bound everything; the device is
+            // ready for a controller once it reports Initialized with the link up.
+            self.wait_status(
+                &[
+                    ("state", Json::from("Initialized")),
+                    ("linkUp", Json::from(true)),
+                ],
+                Duration::from_secs(5),
+            )
+            .map_err(|e| format!("{}: set-up start: {e}", self.sc.path.display()))?;
+        }
+        if self.sc.controller.as_ref().is_some_and(|c| c.connect) {
+            self.peer_mut()?
+                .connect()
+                .map_err(|e| format!("{}: controller set-up: {e}", self.sc.path.display()))?;
         }
         for step in &self.sc.steps {
             self.step(step).map_err(|e| {
@@ -206,9 +235,53 @@ impl Run<'_> {
                 std::thread::sleep(Duration::from_millis(*ms));
                 Ok(())
             }
-            Action::Controller(a) => Err(format!(
-                "controller action {a:?}: the controller simulator is not wired into the harness yet"
-            )),
+            Action::Controller(a) => self.controller(a),
+        }
+    }
+
+    /// Poll GET /api/status until the string fields have the given values.
+    fn wait_status(&self, want: &[(&str, Json)], within: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + within;
+        loop {
+            let resp = self.call_raw("GET", "/api/status", None, &KeyChoice::Configured, &[])?;
+            let v: Json = serde_json::from_slice(&resp.body).unwrap_or(Json::Null);
+            if want.iter().all(|(k, val)| v[*k] == *val) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!("status did not reach {want:?} within {within:?}: {v}"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn peer_mut(&mut self) -> Result<&mut Peer, String> {
+        self.peer
+            .as_mut()
+            .ok_or_else(|| "no controller in this scenario".to_string())
+    }
+
+    fn controller(&mut self, a: &ControllerAction) -> Result<(), String> {
+        let hex_bytes = |h: &str| hex_decode(h).ok_or_else(|| format!("`hex = {h:?}` is not hex"));
+        let p = self.peer_mut()?;
+        match a {
+            ControllerAction::Connect => p.connect(),
+            ControllerAction::Release => p.release(),
+            ControllerAction::Abort => p.abort(),
+            ControllerAction::StopOutputs => p.update_faults(|f| f.stop_outputs = true),
+            ControllerAction::ResumeOutputs => p.update_faults(|f| f.stop_outputs = false),
+            ControllerAction::ProviderStop => p.update_faults(|f| f.provider_stop = true),
+            ControllerAction::ProviderRun => p.update_faults(|f| f.provider_stop = false),
+            ControllerAction::SetOutputs { offset, hex } => p.set_outputs(*offset, &hex_bytes(hex)?),
+            ControllerAction::ExpectInputs {
+                offset,
+                hex,
+                within_ms,
+            } => p.expect_inputs(*offset, &hex_bytes(hex)?, Duration::from_millis(*within_ms)),
+            ControllerAction::ReadIm0 => p.read_im0(),
+            // Alarms are acknowledged by the controller as they arrive (transport ACK and
+            // AlarmAck); the step checks that nothing is left unacknowledged.
+            ControllerAction::AckAlarms => Ok(()),
         }
     }
 
@@ -275,6 +348,16 @@ impl Run<'_> {
         }
         Ok(())
     }
+}
+
+fn hex_decode(h: &str) -> Option<Vec<u8>> {
+    if h.len() % 2 != 0 {
+        return None;
+    }
+    (0..h.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 /// Substitute saved variables into the expected values of matchers.
