@@ -14,7 +14,7 @@
 //! So `OutputLength` becomes `<Input>` and `InputLength` becomes `<Output>`.
 //!
 //! # Choices (PROFINET GSDML V2.43 schema; checked against p-net's sample GSDML and its
-//! documentation `doc/profinet_details.rst`, the GSDMLs in /work/shared/fixtures/gsdml/)
+//! documentation `doc/creating_gsdml_files.rst`, the GSDMLs in /work/shared/fixtures/gsdml/)
 //! * `PNIO_Version="V2.4"` with the attributes TIA's checker requires from V2.31 on:
 //!   `CertificationInfo` (conformance class B: SNMP and LLDP are implemented),
 //!   `LLDP_NoD_Supported="true"`, `MultipleWriteSupported="true"`, `ResetToFactoryModes="2"`
