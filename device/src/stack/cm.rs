@@ -245,16 +245,13 @@ impl Cm {
                     }
                 }
             }
-            match self.sock.recv_from(&mut buf) {
-                Ok((n, from)) => {
-                    self.ctx
-                        .counters
-                        .rx_control_frames
-                        .fetch_add(1, Ordering::Relaxed);
-                    let data = buf[..n].to_vec();
-                    self.on_datagram(&data, from);
-                }
-                Err(_) => {}
+            if let Ok((n, from)) = self.sock.recv_from(&mut buf) {
+                self.ctx
+                    .counters
+                    .rx_control_frames
+                    .fetch_add(1, Ordering::Relaxed);
+                let data = buf[..n].to_vec();
+                self.on_datagram(&data, from);
             }
             self.timers();
             self.flush_eth();
@@ -557,14 +554,13 @@ impl Cm {
                     }
                 }
             }
-            PacketType::Ack => {
+            PacketType::Ack
                 if self
                     .cache
                     .get(&h.activity)
-                    .is_some_and(|c| c.sequence == h.sequence)
-                {
-                    self.cache.remove(&h.activity);
-                }
+                    .is_some_and(|c| c.sequence == h.sequence) =>
+            {
+                self.cache.remove(&h.activity);
             }
             PacketType::Response | PacketType::Fault | PacketType::Reject => {
                 self.on_client_reply(&pkt)
@@ -825,7 +821,7 @@ impl Cm {
                     Ok(p) => p,
                     Err(st) => return (st, Vec::new()),
                 };
-                let Some(acr) = c.alarm_cr.clone() else {
+                let Some(acr) = c.alarm_cr else {
                     return (
                         connect_error(err1::CMRPC, cmrpc::WRONG_BLOCK_COUNT),
                         Vec::new(),

@@ -171,14 +171,14 @@ impl Records {
         let modules = self
             .modules
             .iter()
-            .filter(|m| slot.is_none_or(|s| s == m.slot))
+            .filter(|m| slot.map_or(true, |s| s == m.slot))
             .map(|m| ModuleIdent {
                 slot: m.slot,
                 module_ident: m.ident,
                 submodules: m
                     .submodules
                     .iter()
-                    .filter(|s| subslot.is_none_or(|x| x == s.subslot))
+                    .filter(|s| subslot.map_or(true, |x| x == s.subslot))
                     .map(|s| SubmoduleIdent {
                         subslot: s.subslot,
                         submodule_ident: s.ident,
