@@ -281,6 +281,10 @@ impl Cm {
                 self.event(StackEvent::LinkChanged { up });
             }
             CtlMsg::Cmd(c) => self.on_command(c),
+            CtlMsg::AbortAr { reason, rta_code } => {
+                self.abort_io_ar(&reason, Some(rta_code));
+                self.sup.clear();
+            }
         }
     }
 

@@ -87,6 +87,9 @@ pub enum CtlMsg {
     Link(bool),
     /// A command from the runtime.
     Cmd(StackCommand),
+    /// Abort the IO AR (e.g. DCP station name changed / reset to factory while connected),
+    /// with the RTA abort reason code sent in the ERR-RTA-PDU.
+    AbortAr { reason: String, rta_code: u8 },
 }
 
 /// State visible to [`DataPlane::status`] without locking the threads.
@@ -291,8 +294,8 @@ impl DataPlane for ProfinetPlane {
         let mut threads = Vec::new();
 
         // L2 services (stack-l2): DCP, LLDP, DCP IP application, SNMP, LLMNR. DCP requests
-        // for an AR abort (name changed / reset while connected) go to the CM as a reset
-        // (interim: a dedicated CtlMsg would carry the exact abort reason).
+        // for an AR abort (name changed / reset while connected) go to the CM as
+        // `CtlMsg::AbortAr` with the matching RTA abort reason.
         let l2 = {
             let mut l2cfg = l2::L2Config::from_stack_config(cfg, link.mac(), link.ifindex());
             let flags = self.flags.clone();
@@ -307,16 +310,18 @@ impl DataPlane for ProfinetPlane {
                 ok
             });
             let tx = Mutex::new(ctl_tx.clone());
-            let reset_to = (cfg.station_name.clone(), cfg.ip, cfg.mask, cfg.gateway);
-            let on_abort: l2::AbortFn = Arc::new(move |_reason| {
+            let on_abort: l2::AbortFn = Arc::new(move |reason| {
+                use pn_protocol::wire::rta::abort_reason;
+                let rta_code = if reason.contains("name") {
+                    abort_reason::DCP_STATION_NAME_CHANGED
+                } else {
+                    abort_reason::DCP_RESET_TO_FACTORY
+                };
                 if let Ok(tx) = tx.lock() {
-                    let _ = tx.send(CtlMsg::Cmd(StackCommand::Reset {
-                        mode: crate::dataplane::ResetMode::Communication,
-                        station_name: reset_to.0.clone(),
-                        ip: reset_to.1,
-                        mask: reset_to.2,
-                        gateway: reset_to.3,
-                    }));
+                    let _ = tx.send(CtlMsg::AbortAr {
+                        reason: reason.to_string(),
+                        rta_code,
+                    });
                 }
             });
             Arc::new(
