@@ -5,13 +5,15 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration as StdDuration;
 
-use pn_protocol::machine::cyclic::{Consumer, ConsumerEvent, CyclicTiming, Provider, RxOutcome};
+use pn_protocol::machine::cyclic::{
+    Consumer, ConsumerEvent, ConsumerStats, CyclicTiming, Provider, RxOutcome,
+};
 use pn_protocol::machine::rta::{RtaConfig, RtaEvent, RtaMachine};
 use pn_protocol::time::{Duration, Instant};
 use pn_protocol::wire::dcp::DcpRepr;
@@ -181,14 +183,29 @@ pub struct ArStatus {
     pub module_diff: Vec<String>,
 }
 
+/// State of the cyclic path, touched only by the cyclic and receive threads (and briefly by
+/// `status()`), so the API never holds it while the real-time threads wait.
 pub(crate) struct ArIo {
-    pub outputs: Vec<u8>,
     pub provider: Option<Provider>,
     pub consumer: Option<Consumer>,
+    /// The output C_SDU, kept between cycles: when the API is mid-write the previous data is
+    /// sent again instead of waiting for the writer.
     pub c_sdu: Vec<u8>,
     pub frame: Vec<u8>,
-    pub inputs: Inputs,
+    /// Last fault settings seen (used when the API holds the faults lock).
+    pub faults: Faults,
+    /// Counters of the consumer that ran before data exchange (replaced then).
+    pub consumer_base: ConsumerStats,
     pub started_at: Instant,
+}
+
+/// Phases as the cyclic thread reads them (without a lock).
+pub(crate) mod phase {
+    pub const CONNECTING: u8 = 0;
+    pub const PARAMETERIZING: u8 = 1;
+    pub const WAIT_APP_READY: u8 = 2;
+    pub const DATA_EXCHANGE: u8 = 3;
+    pub const ENDED: u8 = 4;
 }
 
 pub(crate) struct ArInner {
@@ -197,7 +214,15 @@ pub(crate) struct ArInner {
     pub layout: IoLayout,
     pub timing: ArTiming,
     pub ids: ArIds,
-    pub device_mac: Mutex<MacAddr>,
+    /// Device MAC as a u64 (read per received frame without a lock).
+    pub device_mac: AtomicU64,
+    /// (input FrameID << 16) | output FrameID.
+    pub frame_ids: AtomicU32,
+    pub phase: AtomicU8,
+    /// Output area (PROFINET outputs), written by the API.
+    pub outputs: Mutex<Vec<u8>>,
+    /// Latest inputs, written by the receive thread.
+    pub inputs: Mutex<Inputs>,
     pub device_ip: Ipv4Addr,
     pub object: Uuid,
     pub activity: Uuid,
@@ -207,7 +232,6 @@ pub(crate) struct ArInner {
     pub cond: Condvar,
     pub io: Mutex<ArIo>,
     pub faults: Mutex<Faults>,
-    pub frame_ids: Mutex<(u16, u16)>,
     pub alarm: Mutex<Option<crate::alarms::AlarmState>>,
     pub module_diff: Mutex<Option<ModuleDiffBlock>>,
     pub alarms_received: AtomicU64,
@@ -298,6 +322,14 @@ impl Shared {
                 return;
             }
             *s = st.clone();
+            let ph = match &st {
+                ArState::Connecting => phase::CONNECTING,
+                ArState::Parameterizing => phase::PARAMETERIZING,
+                ArState::WaitApplicationReady => phase::WAIT_APP_READY,
+                ArState::DataExchange => phase::DATA_EXCHANGE,
+                ArState::Released | ArState::Aborted(_) => phase::ENDED,
+            };
+            ar.phase.store(ph, Ordering::Release);
         }
         ar.cond.notify_all();
         tracing::info!(ar = ar.id, station = %ar.model.station_name, state = ?st, "AR state");
@@ -470,7 +502,7 @@ impl Shared {
                 if ar.mac() != eth.src {
                     continue;
                 }
-                let (in_id, _) = *ar.frame_ids.lock().unwrap_or_else(|p| p.into_inner());
+                let (in_id, _) = ar.frame_ids();
                 if in_id != id.0 {
                     continue;
                 }
@@ -791,7 +823,20 @@ impl Shared {
 
 impl ArInner {
     pub(crate) fn mac(&self) -> MacAddr {
-        *self.device_mac.lock().unwrap_or_else(|p| p.into_inner())
+        let b = self.device_mac.load(Ordering::Acquire).to_be_bytes();
+        MacAddr([b[2], b[3], b[4], b[5], b[6], b[7]])
+    }
+
+    pub(crate) fn set_mac(&self, m: MacAddr) {
+        let mut b = [0u8; 8];
+        b[2..].copy_from_slice(&m.0);
+        self.device_mac
+            .store(u64::from_be_bytes(b), Ordering::Release);
+    }
+
+    pub(crate) fn frame_ids(&self) -> (u16, u16) {
+        let v = self.frame_ids.load(Ordering::Acquire);
+        ((v >> 16) as u16, v as u16)
     }
 
     fn state(&self) -> ArState {
@@ -802,7 +847,7 @@ impl ArInner {
     fn enter_data_exchange(&self) {
         let now = rtsched::now();
         let mut io = self.io.lock().unwrap_or_else(|p| p.into_inner());
-        let (in_id, _) = *self.frame_ids.lock().unwrap_or_else(|p| p.into_inner());
+        let (in_id, _) = self.frame_ids();
         if let Ok(t) = CyclicTiming::new(self.timing.send_clock_factor, self.timing.reduction_ratio)
         {
             // Grace of one second for the first frame, then DataHoldFactor x cycle.
@@ -814,60 +859,83 @@ impl ArInner {
             )
             .with_source(self.mac())
             .with_c_sdu_len(self.layout.input.data_length as usize);
-            io.consumer = Some(c);
+            if let Some(old) = io.consumer.replace(c) {
+                let o = old.stats();
+                let b = &mut io.consumer_base;
+                b.received += o.received;
+                b.new_data += o.new_data;
+                b.invalid += o.invalid;
+                b.duplicates += o.duplicates;
+                b.watchdog_expiries += o.watchdog_expiries;
+            }
         }
     }
 
     fn on_input_frame(&self, now: Instant, src: MacAddr, payload: &[u8]) {
-        let mut io = self.io.lock().unwrap_or_else(|p| p.into_inner());
-        let io = &mut *io;
-        let Some(c) = io.consumer.as_mut() else {
-            return;
-        };
-        if let RxOutcome::NewData { status, c_sdu } = c.on_rt_payload(now, src, payload) {
-            let Some(sdu) = payload.get(c_sdu.0..c_sdu.1) else {
+        let (status, range) = {
+            let mut io = self.io.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(c) = io.consumer.as_mut() else {
                 return;
             };
-            let inp = &mut io.inputs;
+            match c.on_rt_payload(now, src, payload) {
+                RxOutcome::NewData { status, c_sdu } => (status, c_sdu),
+                _ => return,
+            }
+        };
+        let Some(sdu) = payload.get(range.0..range.1) else {
+            return;
+        };
+        // Never wait for an API reader: if it holds the inputs, this frame's copy is skipped
+        // (the next one follows within a cycle).
+        let Ok(mut inp) = self.inputs.try_lock() else {
+            return;
+        };
+        let inp = &mut *inp;
+        if inp.data.len() != self.layout.input.area_len as usize {
             inp.data.resize(self.layout.input.area_len as usize, 0);
             inp.iops.resize(self.layout.input.data.len(), 0);
             inp.iocs.resize(self.layout.input.iocs.len(), 0);
-            for (i, d) in self.layout.input.data.iter().enumerate() {
-                let off = d.frame_offset as usize;
-                let len = d.data_len as usize;
-                let a = d.area_offset as usize;
-                if let (Some(src), Some(dst)) =
-                    (sdu.get(off..off + len), inp.data.get_mut(a..a + len))
-                {
-                    dst.copy_from_slice(src);
-                }
-                inp.iops[i] = sdu.get(off + len).copied().unwrap_or(0);
-            }
-            for (i, d) in self.layout.input.iocs.iter().enumerate() {
-                inp.iocs[i] = sdu.get(d.frame_offset as usize).copied().unwrap_or(0);
-            }
-            inp.data_status = Some(status.data_status.0);
-            inp.cycle_counter = Some(status.cycle_counter);
-            inp.valid = true;
         }
+        for (i, d) in self.layout.input.data.iter().enumerate() {
+            let off = d.frame_offset as usize;
+            let len = d.data_len as usize;
+            let a = d.area_offset as usize;
+            if let (Some(src), Some(dst)) = (sdu.get(off..off + len), inp.data.get_mut(a..a + len))
+            {
+                dst.copy_from_slice(src);
+            }
+            if let Some(x) = inp.iops.get_mut(i) {
+                *x = sdu.get(off + len).copied().unwrap_or(0);
+            }
+        }
+        for (i, d) in self.layout.input.iocs.iter().enumerate() {
+            if let Some(x) = inp.iocs.get_mut(i) {
+                *x = sdu.get(d.frame_offset as usize).copied().unwrap_or(0);
+            }
+        }
+        inp.data_status = Some(status.data_status.0);
+        inp.cycle_counter = Some(status.cycle_counter);
+        inp.valid = true;
     }
 
     /// Build and send the output frame if due; run the consumer watchdog. Returns true when
     /// the watchdog expired during data exchange.
     fn send_and_check(&self, sh: &Shared, now: Instant) -> bool {
-        let state = self.state();
-        let running = matches!(
-            state,
-            ArState::Parameterizing | ArState::WaitApplicationReady | ArState::DataExchange
-        );
-        if !running {
+        let ph = self.phase.load(Ordering::Acquire);
+        if !matches!(
+            ph,
+            phase::PARAMETERIZING | phase::WAIT_APP_READY | phase::DATA_EXCHANGE
+        ) {
             return false;
         }
-        let f = *self.faults.lock().unwrap_or_else(|p| p.into_inner());
         let mut io = self.io.lock().unwrap_or_else(|p| p.into_inner());
         let io = &mut *io;
+        if let Ok(g) = self.faults.try_lock() {
+            io.faults = *g;
+        }
+        let f = io.faults;
         let mut expired = false;
-        if state == ArState::DataExchange {
+        if ph == phase::DATA_EXCHANGE {
             if let Some(c) = io.consumer.as_mut() {
                 if let Some(ConsumerEvent::WatchdogExpired) = c.poll(now) {
                     expired = true;
@@ -879,8 +947,12 @@ impl ArInner {
         };
         // Fill the C_SDU: data + IOPS per output object, IOCS per input object.
         let l = &self.layout.output;
-        io.c_sdu.clear();
-        io.c_sdu.resize(l.data_length as usize, 0);
+        if io.c_sdu.len() != l.data_length as usize {
+            io.c_sdu.clear();
+            io.c_sdu.resize(l.data_length as usize, 0);
+        }
+        // Never wait for an API writer: keep the previous data when it holds the outputs.
+        let outputs = self.outputs.try_lock().ok();
         let iops = if f.bad_iops {
             Ioxs::BAD.0
         } else {
@@ -890,15 +962,17 @@ impl ArInner {
             let off = d.frame_offset as usize;
             let len = d.data_len as usize;
             let a = d.area_offset as usize;
-            if let (Some(dst), Some(src)) =
-                (io.c_sdu.get_mut(off..off + len), io.outputs.get(a..a + len))
-            {
+            if let (Some(dst), Some(src)) = (
+                io.c_sdu.get_mut(off..off + len),
+                outputs.as_ref().and_then(|o| o.get(a..a + len)),
+            ) {
                 dst.copy_from_slice(src);
             }
             if let Some(b) = io.c_sdu.get_mut(off + len) {
                 *b = iops;
             }
         }
+        drop(outputs);
         for d in &l.iocs {
             if let Some(b) = io.c_sdu.get_mut(d.frame_offset as usize) {
                 *b = Ioxs::GOOD.0;
@@ -1174,16 +1248,21 @@ impl Controller {
             state: Mutex::new(ArState::Connecting),
             cond: Condvar::new(),
             io: Mutex::new(ArIo {
-                outputs,
                 provider: None,
                 consumer: None,
                 c_sdu: Vec::with_capacity(1500),
                 frame: vec![0u8; 1600],
-                inputs: Inputs::default(),
+                faults: cfg.faults,
+                consumer_base: ConsumerStats::default(),
                 started_at: rtsched::now(),
             }),
+            outputs: Mutex::new(outputs),
+            inputs: Mutex::new(Inputs::default()),
+            phase: AtomicU8::new(phase::CONNECTING),
             faults: Mutex::new(cfg.faults),
-            frame_ids: Mutex::new((ids.input_frame_id, ids.output_frame_id)),
+            frame_ids: AtomicU32::new(
+                (u32::from(ids.input_frame_id) << 16) | u32::from(ids.output_frame_id),
+            ),
             alarm: Mutex::new(None),
             module_diff: Mutex::new(None),
             alarms_received: AtomicU64::new(0),
@@ -1191,9 +1270,10 @@ impl Controller {
             layout,
             timing,
             ids,
-            device_mac: Mutex::new(dev.as_ref().map(|d| d.mac).unwrap_or(MacAddr::ZERO)),
+            device_mac: AtomicU64::new(0),
             device_ip,
         });
+        ar.set_mac(dev.as_ref().map(|d| d.mac).unwrap_or(MacAddr::ZERO));
         sh.ars
             .write()
             .unwrap_or_else(|p| p.into_inner())
@@ -1272,7 +1352,7 @@ impl ArHandle {
         if let Some(arres) = &result.ar {
             let m = MacAddr(arres.cm_responder_mac);
             if !m.is_multicast() && m != MacAddr::ZERO {
-                *a.device_mac.lock().unwrap_or_else(|p| p.into_inner()) = m;
+                a.set_mac(m);
             }
         }
         if a.mac() == MacAddr::ZERO {
@@ -1282,7 +1362,10 @@ impl ArHandle {
         }
         let in_id = result.input_frame_id.unwrap_or(a.ids.input_frame_id);
         let out_id = result.output_frame_id.unwrap_or(a.ids.output_frame_id);
-        *a.frame_ids.lock().unwrap_or_else(|p| p.into_inner()) = (in_id, out_id);
+        a.frame_ids.store(
+            (u32::from(in_id) << 16) | u32::from(out_id),
+            Ordering::Release,
+        );
         let now = rtsched::now();
         let t = CyclicTiming::new(a.timing.send_clock_factor, a.timing.reduction_ratio)
             .map_err(|e| Error::Config(e.to_string()))?;
@@ -1443,32 +1526,31 @@ impl ArHandle {
 
     /// Write output data (PROFINET outputs, linear area) at `offset`; sent with the next frame.
     pub fn set_outputs(&self, offset: usize, data: &[u8]) -> Result<(), Error> {
-        let mut io = self.ar.io.lock().unwrap_or_else(|p| p.into_inner());
+        let mut o = self.ar.outputs.lock().unwrap_or_else(|p| p.into_inner());
+        let len = o.len();
         let end = offset
             .checked_add(data.len())
-            .filter(|e| *e <= io.outputs.len())
-            .ok_or_else(|| Error::Config(format!("outputs are {} bytes long", io.outputs.len())))?;
-        io.outputs[offset..end].copy_from_slice(data);
+            .filter(|e| *e <= len)
+            .ok_or_else(|| Error::Config(format!("outputs are {len} bytes long")))?;
+        o[offset..end].copy_from_slice(data);
         Ok(())
     }
 
     /// The current output area.
     pub fn outputs(&self) -> Vec<u8> {
         self.ar
-            .io
+            .outputs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .outputs
             .clone()
     }
 
     /// The latest inputs.
     pub fn inputs(&self) -> Inputs {
         self.ar
-            .io
+            .inputs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .inputs
             .clone()
     }
 
@@ -1502,10 +1584,24 @@ impl ArHandle {
     }
 
     pub fn status(&self) -> ArStatus {
-        let io = self.ar.io.lock().unwrap_or_else(|p| p.into_inner());
-        let ps = io.provider.as_ref().map(|p| p.stats()).unwrap_or_default();
-        let cs = io.consumer.as_ref().map(|c| c.stats()).unwrap_or_default();
-        let (i, o) = *self.ar.frame_ids.lock().unwrap_or_else(|p| p.into_inner());
+        let (ps, cs) = {
+            let io = self.ar.io.lock().unwrap_or_else(|p| p.into_inner());
+            (
+                io.provider.as_ref().map(|p| p.stats()).unwrap_or_default(),
+                {
+                    let c = io.consumer.as_ref().map(|c| c.stats()).unwrap_or_default();
+                    let b = io.consumer_base;
+                    ConsumerStats {
+                        received: b.received + c.received,
+                        new_data: b.new_data + c.new_data,
+                        invalid: b.invalid + c.invalid,
+                        duplicates: b.duplicates + c.duplicates,
+                        watchdog_expiries: b.watchdog_expiries + c.watchdog_expiries,
+                    }
+                },
+            )
+        };
+        let (i, o) = self.ar.frame_ids();
         ArStatus {
             id: self.ar.id,
             station_name: self.ar.model.station_name.clone(),
