@@ -393,6 +393,10 @@ async fn handle(req: Request<Incoming>, ctx: Arc<Ctx>) -> Resp {
             .insert("retry-after", HeaderValue::from_static("1"));
         return r;
     };
+    // TEST ONLY fault injection (`Dev:FaultPanicPath`, see fault.rs): a handler that fails.
+    if ctx.rt.settings().faults.panic_path.as_deref() == Some(path.as_str()) {
+        panic!("injected fault: handler of {path} panics");
+    }
     let rt = &ctx.rt;
     let is_post = method == Method::POST;
     let known_post = matches!(

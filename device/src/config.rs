@@ -45,6 +45,11 @@ const KNOWN_KEYS: &[&str] = &[
     "Logging:Filter",
     "Dev:SimulatedDataPlane",
     "Dev:SimControlSocket",
+    "Dev:FaultStartFailure",
+    "Dev:FaultStartCode",
+    "Dev:FaultStartMode",
+    "Dev:FaultStartTimes",
+    "Dev:FaultPanicPath",
 ];
 
 /// Parsed service settings.
@@ -83,6 +88,8 @@ pub struct Settings {
     pub simulated_plane: bool,
     /// `Dev:SimControlSocket`: TEST ONLY, unix socket of the simulated plane.
     pub sim_control_socket: Option<PathBuf>,
+    /// `Dev:Fault*`: TEST ONLY fault-injection points (see `fault.rs`).
+    pub faults: crate::fault::Faults,
     /// Keys present in the file that the service does not know.
     pub unknown_keys: Vec<String>,
 }
@@ -232,6 +239,13 @@ impl Settings {
             log_filter: s("Logging:Filter")?,
             simulated_plane: b("Dev:SimulatedDataPlane")?,
             sim_control_socket: opt_path(s("Dev:SimControlSocket")?),
+            faults: crate::fault::Faults::from_settings(
+                &s("Dev:FaultStartFailure")?,
+                n("Dev:FaultStartCode")?,
+                &s("Dev:FaultStartMode")?,
+                n("Dev:FaultStartTimes")?,
+                &s("Dev:FaultPanicPath")?,
+            )?,
             unknown_keys,
         })
     }

@@ -9,6 +9,7 @@
 //! * [`config`]: settings JSON and runtime configuration XML.
 //! * [`licence`], [`persist`], [`alarms`], [`util`].
 //! * [`sim`]: TEST DOUBLE data plane, only with `Dev:SimulatedDataPlane`.
+//! * [`fault`]: TEST ONLY fault-injection points, only with `Dev:Fault*` settings.
 //!
 //! The PROFINET stack lives in `src/stack/` (owned by the stack work; declare it here with
 //! `pub mod stack;` when it lands).
@@ -17,6 +18,7 @@ pub mod alarms;
 pub mod api;
 pub mod config;
 pub mod dataplane;
+pub mod fault;
 pub mod gsdml;
 pub mod image;
 pub mod licence;

@@ -168,6 +168,15 @@ async fn run(args: Args, settings: Settings) -> ExitCode {
     } else {
         Arc::new(pn_device::stack::ProfinetPlane::new())
     };
+    let plane: Arc<dyn DataPlane> = if let Some(f) = settings.faults.start.clone() {
+        warn!("TEST MODE: fault injection at start: {f:?}");
+        Arc::new(pn_device::fault::FaultPlane::new(plane, Some(f)))
+    } else {
+        plane
+    };
+    if let Some(p) = &settings.faults.panic_path {
+        warn!("TEST MODE: the handler of {p} panics (fault injection)");
+    }
     let config_path = args
         .config
         .clone()

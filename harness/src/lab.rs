@@ -169,8 +169,22 @@ impl Lab {
         let veth = Veth::new("pl", &ns_dev, &ns_ctl)?;
         // The PNIO-CM link: the device's address as its configuration states it (scenario
         // configurations use DEV_IP), the controller's beside it.
-        ns_dev.exec_ok(&["ip", "addr", "add", &format!("{}/24", crate::peer::DEV_IP), "dev", &veth.a])?;
-        ns_ctl.exec_ok(&["ip", "addr", "add", &format!("{}/24", crate::peer::CTL_IP), "dev", &veth.b])?;
+        ns_dev.exec_ok(&[
+            "ip",
+            "addr",
+            "add",
+            &format!("{}/24", crate::peer::DEV_IP),
+            "dev",
+            &veth.a,
+        ])?;
+        ns_ctl.exec_ok(&[
+            "ip",
+            "addr",
+            "add",
+            &format!("{}/24", crate::peer::CTL_IP),
+            "dev",
+            &veth.b,
+        ])?;
         let dir = tempfile::Builder::new()
             .prefix("pn-lab-")
             .tempdir()

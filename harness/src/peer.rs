@@ -3,7 +3,8 @@
 //! the device's own runtime configuration as the device model.
 
 use pn_controller::{
-    ArConfig, ArHandle, ArState, Controller, ControllerConfig, DeviceConfig, Faults, RealtimeOptions,
+    ArConfig, ArHandle, ArState, Controller, ControllerConfig, DeviceConfig, Faults,
+    RealtimeOptions,
 };
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
@@ -65,7 +66,9 @@ impl Peer {
     }
 
     fn ctl(&self) -> Result<&Controller, String> {
-        self.ctl.as_ref().ok_or_else(|| "controller stopped".to_string())
+        self.ctl
+            .as_ref()
+            .ok_or_else(|| "controller stopped".to_string())
     }
 
     fn ar(&self) -> Result<&ArHandle, String> {
@@ -86,7 +89,10 @@ impl Peer {
         c.timing.data_hold_factor = self.timing.data_hold_factor;
         c.faults = self.faults.clone();
         c.app_ready_timeout = Duration::from_secs(5);
-        let h = self.ctl()?.connect(c).map_err(|e| format!("connect: {e}"))?;
+        let h = self
+            .ctl()?
+            .connect(c)
+            .map_err(|e| format!("connect: {e}"))?;
         self.ar = Some(h);
         Ok(())
     }
@@ -117,7 +123,12 @@ impl Peer {
     }
 
     /// Wait until the inputs from the device hold `data` at `offset`.
-    pub fn expect_inputs(&self, offset: usize, data: &[u8], within: Duration) -> Result<(), String> {
+    pub fn expect_inputs(
+        &self,
+        offset: usize,
+        data: &[u8],
+        within: Duration,
+    ) -> Result<(), String> {
         let ar = self.ar()?;
         let deadline = Instant::now() + within;
         loop {

@@ -100,8 +100,13 @@ impl Run<'_> {
                 reduction_ratio: 1,
                 data_hold_factor: c.data_hold_factor,
             };
-            let peer = Peer::start(&self.lab.ns_ctl, self.lab.controller_nic(), self.lab.config_text(), timing)
-                .map_err(|e| format!("{}: controller set-up: {e}", self.sc.path.display()))?;
+            let peer = Peer::start(
+                &self.lab.ns_ctl,
+                self.lab.controller_nic(),
+                self.lab.config_text(),
+                timing,
+            )
+            .map_err(|e| format!("{}: controller set-up: {e}", self.sc.path.display()))?;
             self.peer = Some(peer);
         }
         if self.sc.device.start {
@@ -249,7 +254,9 @@ impl Run<'_> {
                 return Ok(());
             }
             if Instant::now() >= deadline {
-                return Err(format!("status did not reach {want:?} within {within:?}: {v}"));
+                return Err(format!(
+                    "status did not reach {want:?} within {within:?}: {v}"
+                ));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -272,7 +279,9 @@ impl Run<'_> {
             ControllerAction::ResumeOutputs => p.update_faults(|f| f.stop_outputs = false),
             ControllerAction::ProviderStop => p.update_faults(|f| f.provider_stop = true),
             ControllerAction::ProviderRun => p.update_faults(|f| f.provider_stop = false),
-            ControllerAction::SetOutputs { offset, hex } => p.set_outputs(*offset, &hex_bytes(hex)?),
+            ControllerAction::SetOutputs { offset, hex } => {
+                p.set_outputs(*offset, &hex_bytes(hex)?)
+            }
             ControllerAction::ExpectInputs {
                 offset,
                 hex,
