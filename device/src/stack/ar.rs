@@ -445,3 +445,263 @@ pub fn plan_connect(
         dht_ns,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataplane::SubmoduleConfig;
+    use pn_protocol::wire::pnio::alarm_cr::{AlarmCrProperties, ALARM_CR_TYPE};
+    use pn_protocol::wire::pnio::ar::ArProperties;
+    use pn_protocol::wire::pnio::expected::{
+        DataDescription, ExpectedModule, ExpectedSubmodule, SubmoduleProperties,
+    };
+    use pn_protocol::wire::pnio::iocr::{IoObject, IocrApi, TagHeader, LT_PNIO};
+    use pn_protocol::wire::rpc::Uuid;
+
+    fn modules() -> Vec<ModuleConfig> {
+        let sub = |subslot, ident, i, o| SubmoduleConfig {
+            subslot,
+            ident,
+            input_length: i,
+            output_length: o,
+        };
+        vec![
+            ModuleConfig {
+                slot: 0,
+                ident: 1,
+                submodules: vec![sub(1, 1, 0, 0), sub(0x8000, 2, 0, 0), sub(0x8001, 3, 0, 0)],
+            },
+            ModuleConfig {
+                slot: 1,
+                ident: 0x30,
+                submodules: vec![sub(1, 1, 4, 4)],
+            },
+        ]
+    }
+
+    fn obj(slot: u16, subslot: u16, frame_offset: u16) -> IoObject {
+        IoObject {
+            slot,
+            subslot,
+            frame_offset,
+        }
+    }
+
+    fn iocr(ty: u16, frame_id: u16, objs: Vec<IoObject>, iocs: Vec<IoObject>) -> IocrBlockReq {
+        IocrBlockReq {
+            version: (1, 0),
+            iocr_type: ty,
+            iocr_reference: ty,
+            lt: LT_PNIO,
+            properties: IocrProperties(IocrProperties::RT_CLASS_1),
+            data_length: 40,
+            frame_id,
+            send_clock_factor: 32,
+            reduction_ratio: 2,
+            phase: 1,
+            sequence: 0,
+            frame_send_offset: 0xFFFF_FFFF,
+            watchdog_factor: 3,
+            data_hold_factor: 3,
+            tag_header: TagHeader::new(0, 6),
+            multicast_mac: [0; 6],
+            apis: vec![IocrApi {
+                api: 0,
+                io_data_objects: objs,
+                iocs,
+            }],
+        }
+    }
+
+    fn request(slot1_ident: u32) -> ConnectRequest {
+        let sub = |subslot, ident, props, descriptions| ExpectedSubmodule {
+            subslot,
+            submodule_ident: ident,
+            properties: SubmoduleProperties(props),
+            descriptions,
+        };
+        ConnectRequest {
+            ar: Some(ArBlockReq {
+                version: (1, 0),
+                ar_type: ar_type::IOCAR,
+                ar_uuid: Uuid::from_bytes([1; 16]),
+                session_key: 1,
+                cm_initiator_mac: [2, 0, 0, 0, 0, 1],
+                cm_initiator_object_uuid: Uuid::from_bytes([3; 16]),
+                properties: ArProperties(ArProperties::STATE_ACTIVE),
+                cm_initiator_activity_timeout_factor: 100,
+                cm_initiator_udp_rt_port: 0x8892,
+                cm_initiator_station_name: "plc".into(),
+            }),
+            iocrs: vec![
+                iocr(
+                    iocr_type::INPUT,
+                    0xC010,
+                    vec![
+                        obj(0, 1, 0),
+                        obj(0, 0x8000, 1),
+                        obj(0, 0x8001, 2),
+                        obj(1, 1, 3),
+                    ],
+                    vec![obj(1, 1, 8)],
+                ),
+                iocr(
+                    iocr_type::OUTPUT,
+                    0xFFFF,
+                    vec![obj(1, 1, 0)],
+                    vec![
+                        obj(0, 1, 5),
+                        obj(0, 0x8000, 6),
+                        obj(0, 0x8001, 7),
+                        obj(1, 1, 8),
+                    ],
+                ),
+            ],
+            alarm_cr: Some(AlarmCrBlockReq {
+                version: (1, 0),
+                alarm_cr_type: ALARM_CR_TYPE,
+                lt: LT_PNIO,
+                properties: AlarmCrProperties(0),
+                rta_timeout_factor: 1,
+                rta_retries: 3,
+                local_alarm_reference: 3,
+                max_alarm_data_length: 200,
+                tag_header_high: TagHeader::new(0, 6),
+                tag_header_low: TagHeader::new(0, 5),
+            }),
+            expected: vec![ExpectedSubmoduleBlockReq {
+                version: (1, 0),
+                modules: vec![
+                    ExpectedModule {
+                        api: 0,
+                        slot: 0,
+                        module_ident: 1,
+                        module_properties: 0,
+                        submodules: vec![
+                            sub(1, 1, 0, vec![DataDescription::input(0)]),
+                            sub(0x8000, 2, 0, vec![DataDescription::input(0)]),
+                            sub(0x8001, 3, 0, vec![DataDescription::input(0)]),
+                        ],
+                    },
+                    ExpectedModule {
+                        api: 0,
+                        slot: 1,
+                        module_ident: 0x30,
+                        module_properties: 0,
+                        submodules: vec![sub(
+                            1,
+                            slot1_ident,
+                            3,
+                            vec![DataDescription::input(4), DataDescription::output(4)],
+                        )],
+                    },
+                ],
+            }],
+            other: vec![],
+        }
+    }
+
+    fn plan(req: &ConnectRequest) -> Result<ConnectPlan, PnioStatus> {
+        let slots = layout(&modules(), 4, 4);
+        plan_connect(req, &slots, [2, 0, 0, 0, 0, 2], 4, 0xAA, &[])
+    }
+
+    #[test]
+    fn layout_is_contiguous_per_direction() {
+        let l = layout(&modules(), 4, 4);
+        let s1 = l.iter().find(|s| s.slot == 1).unwrap();
+        assert_eq!((s1.i_off, s1.i_len, s1.q_off, s1.q_len), (0, 4, 0, 4));
+        // Lengths beyond the (clamped) areas are not mapped.
+        let l = layout(&modules(), 2, 4);
+        assert_eq!(l.iter().find(|s| s.slot == 1).unwrap().i_len, 0);
+    }
+
+    #[test]
+    fn good_connect_builds_jobs() {
+        let p = plan(&request(1)).unwrap();
+        assert!(p.module_diff.is_none());
+        assert!(p.wrong.is_empty());
+        assert_eq!(p.input_frame_id, 0xC010, "requested input FrameID kept");
+        assert_eq!(
+            p.output_frame_id, 0xC000,
+            "output FrameID assigned in RT_CLASS_1 range"
+        );
+        assert_eq!(p.period_ns, 2_000_000);
+        assert_eq!(p.dht_ns, 6_000_000);
+        // Provider: Ethernet (18, tagged) + FrameID (2) + C_SDU offset 3.
+        assert_eq!(
+            p.provider.items,
+            vec![CopyItem {
+                frame_off: 23,
+                area_off: 0,
+                len: 4
+            }]
+        );
+        let sdu = &p.provider.frame[20..60];
+        assert_eq!(&sdu[..3], &[0x80, 0x80, 0x80], "DAP IOPS GOOD");
+        assert_eq!(sdu[7], 0x80, "slot 1 IOPS");
+        assert_eq!(sdu[8], 0x80, "IOCS for the controller's data");
+        assert_eq!(p.provider.status_at, 60);
+        assert_eq!(p.provider.counter_step, 64);
+        // Consumer.
+        assert_eq!(p.consumer.items.len(), 1);
+        assert_eq!(p.consumer.iops_offs, vec![4]);
+        assert_eq!(p.consumer.iocs_offs, vec![8]);
+        assert_eq!(p.consumer.scratch, vec![0xAA; 4]);
+    }
+
+    #[test]
+    fn wrong_submodule_gives_module_diff_and_bad_ioxs() {
+        let p = plan(&request(99)).unwrap();
+        let md = p.module_diff.expect("ModuleDiffBlock");
+        let m = &md.apis[0].modules[0];
+        assert_eq!((m.slot, m.module_state), (1, module_state::PROPER_MODULE));
+        assert_eq!(m.submodules[0].state.ident_info(), ident_info::WRONG);
+        assert_eq!(
+            m.submodules[0].submodule_ident, 1,
+            "the real ident is reported"
+        );
+        assert!(p.provider.items.is_empty());
+        let sdu = &p.provider.frame[20..60];
+        assert_eq!((sdu[7], sdu[8]), (0x00, 0x00));
+        assert!(p.consumer.items.is_empty() && p.consumer.iocs_offs.is_empty());
+    }
+
+    #[test]
+    fn faulty_requests_are_refused_with_pnio_status() {
+        let mut r = request(1);
+        r.iocrs[0].data_length = 20;
+        assert_eq!(plan(&r).unwrap_err().to_bytes(), [0xDB, 0x81, 0x02, 8]);
+        let mut r = request(1);
+        r.iocrs[0].apis[0].io_data_objects[3].frame_offset = 39;
+        assert_eq!(plan(&r).unwrap_err().to_bytes()[..3], [0xDB, 0x81, 0x02]);
+        let mut r = request(1);
+        r.iocrs[1].reduction_ratio = 3;
+        assert_eq!(plan(&r).unwrap_err().to_bytes(), [0xDB, 0x81, 0x02, 11]);
+        let mut r = request(1);
+        r.alarm_cr = None;
+        assert_eq!(plan(&r).unwrap_err().to_bytes(), [0xDB, 0x81, 0x40, 0x03]);
+        let mut r = request(1);
+        r.iocrs.pop();
+        assert_eq!(plan(&r).unwrap_err().to_bytes(), [0xDB, 0x81, 0x40, 0x02]);
+        let mut r = request(1);
+        r.iocrs[0].properties = IocrProperties(IocrProperties::RT_CLASS_3);
+        assert_eq!(plan(&r).unwrap_err().to_bytes(), [0xDB, 0x81, 0x02, 7]);
+    }
+
+    #[test]
+    fn missing_module_is_reported() {
+        let mut r = request(1);
+        r.expected[0].modules.push(ExpectedModule {
+            api: 0,
+            slot: 5,
+            module_ident: 7,
+            module_properties: 0,
+            submodules: vec![],
+        });
+        let p = plan(&r).unwrap();
+        let md = p.module_diff.unwrap();
+        let m = &md.apis[0].modules[0];
+        assert_eq!((m.slot, m.module_state), (5, module_state::NO_MODULE));
+    }
+}
