@@ -1011,3 +1011,110 @@ fn our_lldp_dissects_in_scapy() {
     );
     assert_eq!(u(&layer(&layers, "LLDPDUEndOfLLDPDU")["_length"]), 0);
 }
+
+fn multiple_write_params() -> Value {
+    json!({"seq_num": 3, "ar_uuid": AR_UUID, "records": [
+        {"seq_num": 4, "api": 0, "slot": 1, "subslot": 1, "index": 1, "data": "010203"},
+        {"seq_num": 5, "api": 0, "slot": 2, "subslot": 1, "index": 2, "data": "0405"}
+    ]})
+}
+
+#[test]
+fn scapy_multiple_write_parses() {
+    if !require_scapy() {
+        return;
+    }
+    let f = scapy_build("write_multiple_req", multiple_write_params());
+    let (_, req) = rpc_request_of(&f);
+    let RecordPdu::WriteReq(w) = RecordPdu::parse(&req.data).expect("record") else {
+        panic!("not a write request");
+    };
+    assert_eq!(w.header.seq_number, 3);
+    assert_eq!(
+        w.header.address,
+        RecordAddress::new(0xFFFF_FFFF, 0xFFFF, 0xFFFF, 0xE040)
+    );
+    // 64 + 3 + 1 (pad to 4) + 64 + 2: no padding after the last record.
+    assert_eq!(w.header.record_data_length, 134);
+    let WriteBody::Multiple(recs) = &w.body else {
+        panic!("not a MultipleWrite");
+    };
+    assert_eq!(recs.len(), 2);
+    assert_eq!(recs[0].header.seq_number, 4);
+    assert_eq!(recs[0].header.address, RecordAddress::new(0, 1, 1, 1));
+    assert_eq!(recs[0].data, vec![1, 2, 3]);
+    assert_eq!(recs[1].header.address, RecordAddress::new(0, 2, 1, 2));
+    assert_eq!(recs[1].data, vec![4, 5]);
+}
+
+#[test]
+fn our_multiple_write_dissects_in_scapy() {
+    if !require_scapy() {
+        return;
+    }
+    use pn_protocol::wire::pnio::record::{WriteRecord, WriteReqHeaderRepr};
+    let ar = Uuid::from_str(AR_UUID).unwrap().0;
+    let rec = |seq: u16, slot: u16, index: u16, data: Vec<u8>| WriteRecord {
+        header: WriteReqHeaderRepr {
+            seq_number: seq,
+            ar_uuid: ar,
+            address: RecordAddress::new(0, slot, 1, index),
+            record_data_length: data.len() as u32,
+        },
+        data,
+    };
+    let w = WriteRequest::multiple(
+        3,
+        ar,
+        vec![rec(4, 1, 1, vec![1, 2, 3]), rec(5, 2, 2, vec![4, 5])],
+    )
+    .expect("MultipleWrite");
+    let f = our_rpc_frame(
+        opnum::WRITE,
+        Drep::BIG_ENDIAN,
+        RecordPdu::WriteReq(w).to_bytes().expect("emit"),
+    );
+    let layers = scapy_dissect(&f);
+    let b = blocks_of(&layers);
+    let m = &b[0];
+    assert_eq!(m["_layer"], "IODWriteMultipleReq");
+    assert_eq!(u(&m["index"]), 0xE040);
+    assert_eq!(u(&m["API"]), 0xFFFF_FFFF);
+    assert_eq!(u(&m["recordDataLength"]), 134);
+    let recs = m["blocks"].as_array().expect("inner records");
+    assert_eq!(recs.len(), 2);
+    assert_eq!(u(&recs[0]["seqNum"]), 4);
+    assert_eq!(u(&recs[0]["recordDataLength"]), 3);
+    assert_eq!(recs[0]["_payload"]["load"], "010203");
+    assert_eq!(u(&recs[1]["slotNumber"]), 2);
+    assert_eq!(u(&recs[1]["index"]), 2);
+    assert_eq!(recs[1]["_payload"]["load"], "0405");
+}
+
+/// scapy fills MaximumCount with ActualCount, our encoder (and every controller in the
+/// fixtures) with ArgsMaximum; both are valid NDR (MaximumCount >= ActualCount) and parse.
+#[test]
+fn ndr_maximum_count_conventions_both_parse() {
+    if !require_scapy() {
+        return;
+    }
+    let f = scapy_build(
+        "prmend",
+        json!({"ar_uuid": AR_UUID, "session_key": 5, "args_max": 1000}),
+    );
+    let layers = scapy_dissect(&f);
+    let s = layer(&layers, "PNIOServiceReqPDU");
+    assert_eq!(u(&s["args_max"]), 1000);
+    assert_eq!(u(&s["max_count"]), u(&s["actual_count"]));
+    let (_, req) = rpc_request_of(&f);
+    assert_eq!(req.args_maximum, 1000);
+
+    let m = ControlMessage::new(ControlBlock::prm_end_req(
+        Uuid::from_str(AR_UUID).unwrap(),
+        5,
+    ));
+    let f = our_rpc_frame(opnum::CONTROL, Drep::BIG_ENDIAN, m.emit().expect("emit"));
+    let layers = scapy_dissect(&f);
+    let s = layer(&layers, "PNIOServiceReqPDU");
+    assert_eq!(u(&s["max_count"]), u(&s["args_max"]));
+}

@@ -246,6 +246,17 @@ def build_write_req(p):
     return _rpc_request(p, 3, [w / Raw(data)])
 
 
+def build_write_multiple_req(p):
+    recs = []
+    for r in p["records"]:
+        data = bytes.fromhex(r["data"])
+        recs.append(rpc.IODWriteReq(seqNum=r["seq_num"], ARUUID=p["ar_uuid"], API=r["api"],
+                                    slotNumber=r["slot"], subslotNumber=r["subslot"],
+                                    index=r["index"]) / Raw(data))
+    w = rpc.IODWriteMultipleReq(seqNum=p["seq_num"], ARUUID=p["ar_uuid"], blocks=recs)
+    return _rpc_request(p, 3, [w])
+
+
 def build_lldp(p):
     frame = (Ether(dst="01:80:c2:00:00:0e", src=p.get("src", "02:00:00:00:00:01"), type=0x88CC)
              / lldp.LLDPDUChassisID(subtype=p.get("chassis_subtype", 7), id=p["chassis"])
