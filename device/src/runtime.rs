@@ -461,6 +461,10 @@ impl Runtime {
                 if permanent {
                     sh.remanent.station_name = Some(name);
                     self.save(&mut sh);
+                } else if sh.remanent.station_name.take().is_some() {
+                    // A temporary name erases the stored one (PROFINET CMINA; p-net
+                    // pf_cmina_dcp_set_ind): after a restart the configured name applies.
+                    self.save(&mut sh);
                 }
             }
             StackEvent::DcpIpAssigned {
@@ -480,6 +484,9 @@ impl Runtime {
                 if permanent {
                     sh.remanent.ip = Some(StoredIp { ip, mask, gateway });
                     self.save(&mut sh);
+                } else if sh.remanent.ip.take().is_some() {
+                    // A temporary IP erases the stored one (as for the name above).
+                    self.save(&mut sh);
                 }
             }
             StackEvent::DcpSignal => {
@@ -493,6 +500,18 @@ impl Runtime {
             StackEvent::DcpResetToFactory { qualifier, mode } => {
                 info!("DCP ResetToFactory qualifier {qualifier:#x} -> {mode:?}");
                 self.apply_reset(&mut sh, mode);
+                // The stack goes back to the configured name/IP at once (as for POST
+                // /api/reset); it only knows the effective values it was started with.
+                if sh.state.running() {
+                    let c = &sh.config;
+                    self.plane.command(StackCommand::Reset {
+                        mode,
+                        station_name: c.station_name.clone(),
+                        ip: c.ip,
+                        mask: c.mask,
+                        gateway: c.gateway,
+                    });
+                }
             }
             StackEvent::RecordWritten {
                 slot,

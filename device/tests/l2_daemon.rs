@@ -293,11 +293,44 @@ fn l2_daemon_dcp_set_persist_restart_reset_lldp_and_link() {
     wait_for("masterStationName cleared", Duration::from_secs(3), || {
         (d.status()["masterStationName"] == "").then_some(())
     });
+    // The device answers with its configured name at once, not only after a restart.
+    assert!(
+        peer.identify("l2-daemon", Duration::from_secs(3)).is_some(),
+        "configured name not back right after the reset:\n{}",
+        d.log_text()
+    );
     restart(&mut d);
     start_slave(&d);
     assert!(
         peer.identify("l2-daemon", Duration::from_secs(5)).is_some(),
         "configured name not back after reset + restart:\n{}",
+        d.log_text()
+    );
+    assert_eq!(d.status()["masterStationName"], "");
+
+    // A temporary name erases a stored permanent one (PROFINET CMINA, p-net): after a restart
+    // the configured name is back.
+    let xid = peer.next_xid();
+    let perm = NameOfStation::new("perm-name").unwrap();
+    assert_eq!(
+        peer.set(DcpRepr::set_name(xid, &perm, true)),
+        vec![BlockError::OK]
+    );
+    let xid = peer.next_xid();
+    let temp = NameOfStation::new("temp-name").unwrap();
+    assert_eq!(
+        peer.set(DcpRepr::set_name(xid, &temp, false)),
+        vec![BlockError::OK]
+    );
+    wait_for("temporary name shown", Duration::from_secs(3), || {
+        (d.status()["masterStationName"] == "temp-name").then_some(())
+    });
+    assert!(peer.identify("temp-name", Duration::from_secs(2)).is_some());
+    restart(&mut d);
+    start_slave(&d);
+    assert!(
+        peer.identify("l2-daemon", Duration::from_secs(5)).is_some(),
+        "configured name not back after a temporary set + restart:\n{}",
         d.log_text()
     );
     assert_eq!(d.status()["masterStationName"], "");
