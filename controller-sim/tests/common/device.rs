@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use pn_controller::model::DeviceModel;
 use pn_controller::{
-    ArConfig, ArHandle, Controller, ControllerConfig, DeviceConfig, Error, Faults, RealtimeOptions,
+    ArConfig, ArHandle, ArState, Controller, ControllerConfig, DeviceConfig, Error, Faults,
+    RealtimeOptions,
 };
 use pn_testkit::netns::{NetNs, Veth};
 use serde_json::{json, Value};
@@ -366,4 +367,101 @@ impl Drop for Daemon {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Connect to a fresh daemon and exchange data for `secs` seconds, checking both directions
+/// every second and that no watchdog trips on either side; then release.
+pub fn exchange(tag: &str, device_send_clock_ms: u16, scf: u16, rr: u16, dhf: u16, secs: u64) {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    let rig = Rig::start(tag, device_send_clock_ms);
+    let ctl = rig.controller(scf);
+    let h = rig
+        .connect(&ctl, rr, dhf, Faults::default())
+        .unwrap_or_else(|e| panic!("connect: {e}\n{}", rig.log()));
+    assert_eq!(h.state(), ArState::DataExchange);
+    rig.wait("device DataExchange", Duration::from_secs(5), || {
+        let s = rig.status();
+        s["state"] == "DataExchange" && s["connected"] == true
+    });
+    let trips0 = rig.counter("watchdogTrips");
+    let t0 = Instant::now();
+    let mut round: u8 = 0;
+    while t0.elapsed() < Duration::from_secs(secs) {
+        round = round.wrapping_add(1);
+        // Controller -> device: the device's I area.
+        let out = [round, 0x11, 0x22, round ^ 0xFF];
+        h.set_outputs(0, &out).unwrap();
+        let want = hex::encode(out);
+        let ok = rig.poll(Duration::from_secs(2), || {
+            rig.io()["inputHex"].as_str() == Some(want.as_str())
+        });
+        assert!(
+            ok,
+            "outputs {want} not at the device: io {} status {:?} diag {}\n{}",
+            rig.io(),
+            h.status(),
+            rig.diag(),
+            rig.log()
+        );
+        // Device -> controller: the device's Q area.
+        let inp = [0xA0, round, 0x5A, 0x00];
+        let r = rig.http(
+            "POST",
+            "/api/io",
+            Some(serde_json::json!({"offset": 0, "data": hex::encode(inp)})),
+        );
+        assert_eq!(r["connected"], true, "{r}");
+        assert!(
+            rig.poll(Duration::from_secs(2), || h.inputs().data == inp),
+            "inputs {:?} want {:?}",
+            h.inputs(),
+            inp
+        );
+        let st = h.status();
+        assert_eq!(st.state, ArState::DataExchange, "{st:?}");
+        assert_eq!(st.watchdog_expiries, 0, "{st:?}");
+        std::thread::sleep(Duration::from_millis(900));
+    }
+    let st = h.status();
+    let s = rig.status();
+    let d = rig.diag();
+    assert_eq!(s["state"], "DataExchange", "{s}");
+    assert_eq!(s["connected"], true);
+    assert_eq!(
+        d["watchdogTrips"].as_i64(),
+        Some(trips0),
+        "device watchdog tripped: {d}"
+    );
+    assert_eq!(st.watchdog_expiries, 0);
+    assert!(
+        h.inputs().iops.iter().all(|&b| b == 0x80),
+        "{:?}",
+        h.inputs()
+    );
+    let io = rig.io();
+    assert_eq!(
+        io["inputIopsHex"].as_str().map(|s| s.to_ascii_lowercase()),
+        Some("80".into()),
+        "{io}"
+    );
+    eprintln!(
+        "{tag}: {st:?}\ntick stats {:?}\ndevice diag {d}",
+        ctl.tick_stats()
+    );
+    h.release().unwrap();
+    rig.wait(
+        "device leaves DataExchange after Release",
+        Duration::from_secs(5),
+        || rig.status()["connected"] == false,
+    );
+}
+
+/// 60 s; `PNC_SOAK_S` overrides it for local debugging only.
+pub fn soak_secs() -> u64 {
+    std::env::var("PNC_SOAK_S")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60)
 }
