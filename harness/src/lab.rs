@@ -97,6 +97,26 @@ pub fn device_binary() -> Result<PathBuf, String> {
     ))
 }
 
+/// [`device_binary`], building it first with cargo when it is missing (so that
+/// `cargo run -p pn-lab -- demo` works on a fresh checkout).
+pub fn device_binary_or_build() -> Result<PathBuf, String> {
+    if let Ok(p) = device_binary() {
+        return Ok(p);
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    eprintln!("pn-device binary not found: building it (cargo build -p pn-device)");
+    let st = Command::new(&cargo)
+        .args(["build", "-p", "pn-device", "--bin", "pn-device"])
+        .current_dir(&root)
+        .status()
+        .map_err(|e| format!("cannot run {cargo}: {e}"))?;
+    if !st.success() {
+        return Err("cargo build -p pn-device failed".into());
+    }
+    device_binary()
+}
+
 /// The development signing key (device/testdata), trusted by the embedded default settings.
 fn dev_key_hex() -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))

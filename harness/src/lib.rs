@@ -3,6 +3,7 @@
 //! the coverage map from spec rows to scenarios.
 
 pub mod coverage;
+pub mod demo;
 pub mod lab;
 pub mod peer;
 pub mod scenario;

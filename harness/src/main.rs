@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage:\n  pn-lab check FILE...   validate scenario files\n  pn-lab run FILE...     run scenario files (root: namespaces)"
+        "usage:\n  pn-lab demo [--seconds N]  device (host namespace, dashboard at http://127.0.0.1:18840) in data exchange with the controller simulator; Ctrl-C stops\n  pn-lab check FILE...       validate scenario files\n  pn-lab run FILE...         run scenario files (root: namespaces)"
     );
     ExitCode::from(2)
 }
@@ -18,6 +18,25 @@ fn main() -> ExitCode {
     };
     let files: Vec<PathBuf> = files.iter().map(PathBuf::from).collect();
     match cmd.as_str() {
+        "demo" => {
+            let limit = match files.as_slice() {
+                [] => None,
+                [flag, n] if flag.as_os_str() == "--seconds" => {
+                    match n.to_str().and_then(|s| s.parse::<u64>().ok()) {
+                        Some(s) => Some(std::time::Duration::from_secs(s)),
+                        None => return usage(),
+                    }
+                }
+                _ => return usage(),
+            };
+            match pn_lab::demo::run(limit) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("pn-lab demo: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         "check" | "run" => {
             let mut failed = 0;
             for f in &files {

@@ -87,7 +87,7 @@ impl Peer {
         c.timing.reduction_ratio = self.timing.reduction_ratio;
         c.timing.watchdog_factor = self.timing.data_hold_factor;
         c.timing.data_hold_factor = self.timing.data_hold_factor;
-        c.faults = self.faults.clone();
+        c.faults = self.faults;
         c.app_ready_timeout = Duration::from_secs(5);
         let h = self
             .ctl()?
@@ -112,7 +112,7 @@ impl Peer {
     /// Change the fault set of the AR (and of later connects).
     pub fn update_faults(&mut self, f: impl FnOnce(&mut Faults)) -> Result<(), String> {
         f(&mut self.faults);
-        self.ar()?.set_faults(self.faults.clone());
+        self.ar()?.set_faults(self.faults);
         Ok(())
     }
 

@@ -1,0 +1,248 @@
+//! `pn-lab demo`: the device daemon in the host's network namespace (so its dashboard is at
+//! http://127.0.0.1:18840 in a browser on this machine) in data exchange with the controller
+//! simulator in a namespace of its own, joined by a veth pair. Prints live status until Ctrl-C,
+//! then releases the AR, stops the daemon and removes the namespace, the link and the files.
+
+use crate::lab::{device_binary_or_build, write_licence, Licence};
+use crate::peer::{Peer, PeerTiming, CTL_IP, DEV_IP};
+use pn_testkit::netns::NetNs;
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Host-side interface of the demo link (fixed, so a leftover from a crash is found and removed).
+const HOST_IF: &str = "pnlab-dev";
+const PEER_IF: &str = "pnlab-ctl";
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+fn get(path: &str) -> Option<serde_json::Value> {
+    let addr: SocketAddr = "127.0.0.1:18840".parse().ok()?;
+    let r = pn_testkit::http::request(addr, "GET", path, &[], None, Duration::from_secs(2)).ok()?;
+    (r.status == 200).then(|| serde_json::from_slice(&r.body).ok())?
+}
+
+fn post(path: &str, body: serde_json::Value) -> Option<serde_json::Value> {
+    let addr: SocketAddr = "127.0.0.1:18840".parse().ok()?;
+    let b = body.to_string();
+    let r = pn_testkit::http::request(
+        addr,
+        "POST",
+        path,
+        &[],
+        Some(b.as_bytes()),
+        Duration::from_secs(2),
+    )
+    .ok()?;
+    serde_json::from_slice(&r.body).ok()
+}
+
+/// The demo's device configuration: one module with 8 bytes each way, 4 ms send clock.
+fn config_xml() -> String {
+    format!(
+        r#"<?xml version="1.0" encoding="utf-8"?>
+<PnDeviceConfiguration formatVersion="1">
+  <StationName>pn-device</StationName>
+  <DeviceName>pn-device</DeviceName>
+  <VendorID>0x0493</VendorID>
+  <DeviceID>0x0001</DeviceID>
+  <Network>
+    <InterfaceName>{HOST_IF}</InterfaceName>
+    <IpAddress>{DEV_IP}</IpAddress>
+    <SubnetMask>255.255.255.0</SubnetMask>
+    <Gateway>0.0.0.0</Gateway>
+  </Network>
+  <SendClock>4</SendClock>
+  <SlotLayout>
+    <Module Slot="0" ModuleIdentNumber="0x00000001">
+      <Submodule Subslot="1" SubmoduleIdentNumber="0x00000001"/>
+      <Submodule Subslot="0x8000" SubmoduleIdentNumber="0x00000002"/>
+      <Submodule Subslot="0x8001" SubmoduleIdentNumber="0x00000003"/>
+    </Module>
+    <Module Slot="1" ModuleIdentNumber="0x00000030">
+      <Submodule Subslot="1" SubmoduleIdentNumber="0x00000001" InputLength="8" OutputLength="8"/>
+    </Module>
+  </SlotLayout>
+</PnDeviceConfiguration>
+"#
+    )
+}
+
+struct Cleanup {
+    ns: Option<NetNs>,
+    device: Option<std::process::Child>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if let Some(mut d) = self.device.take() {
+            // SAFETY: signal our own child for a graceful shutdown (spec drain), then reap it.
+            unsafe {
+                libc::kill(d.id() as i32, libc::SIGTERM);
+            }
+            let deadline = Instant::now() + Duration::from_secs(6);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = d.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = d.kill();
+            let _ = d.wait();
+        }
+        let _ = ip(&["link", "del", HOST_IF]);
+        self.ns.take();
+    }
+}
+
+/// Run the demo until Ctrl-C (or for `limit` when given, for tests). Returns an error text.
+pub fn run(limit: Option<Duration>) -> Result<(), String> {
+    if !pn_testkit::env::is_root() {
+        return Err(
+            "pn-lab demo needs root (network namespaces, raw sockets): run it with sudo".into(),
+        );
+    }
+    if get("/api/info").is_some() {
+        return Err(
+            "something already serves 127.0.0.1:18840 (another pn-device?): stop it first".into(),
+        );
+    }
+    pn_testkit::netns::remove_stale("pnd");
+    let _ = ip(&["link", "del", HOST_IF]); // leftover of a crashed run
+    let ns = NetNs::new("pnd")?;
+    let mut cleanup = Cleanup {
+        ns: None,
+        device: None,
+    };
+    ip(&[
+        "link", "add", HOST_IF, "type", "veth", "peer", "name", PEER_IF,
+    ])?;
+    ip(&["link", "set", PEER_IF, "netns", ns.name()])?;
+    ip(&["addr", "add", &format!("{DEV_IP}/24"), "dev", HOST_IF])?;
+    ip(&["link", "set", HOST_IF, "up"])?;
+    ns.exec_ok(&["ip", "addr", "add", &format!("{CTL_IP}/24"), "dev", PEER_IF])?;
+    ns.exec_ok(&["ip", "link", "set", PEER_IF, "up"])?;
+
+    let dir = tempfile::Builder::new()
+        .prefix("pn-lab-demo-")
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    let xml = config_xml();
+    std::fs::write(dir.path().join("config.xml"), &xml).map_err(|e| e.to_string())?;
+    write_licence(&dir.path().join("licence.json"), &Licence::Valid)?;
+    let settings = serde_json::json!({
+        "Network": { "DefaultInterfaceName": HOST_IF },
+        "Paths": {
+            "RuntimeConfig": dir.path().join("config.xml").display().to_string(),
+            "PersistenceDir": dir.path().join("persist").display().to_string(),
+        },
+        "Licence": { "CertificatePath": dir.path().join("licence.json").display().to_string() },
+        "Runtime": { "AutoStart": true },
+    });
+    std::fs::write(dir.path().join("settings.json"), settings.to_string())
+        .map_err(|e| e.to_string())?;
+    let log = std::fs::File::create(dir.path().join("device.log")).map_err(|e| e.to_string())?;
+    let child = Command::new(device_binary_or_build()?)
+        .arg("--settings")
+        .arg(dir.path().join("settings.json"))
+        .env_remove("VENDOR_PNET_NIC")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().map_err(|e| e.to_string())?)
+        .stderr(log)
+        .spawn()
+        .map_err(|e| format!("cannot start pn-device: {e}"))?;
+    cleanup.device = Some(child);
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(s) = get("/api/status") {
+            if s["state"] == "Initialized" && s["linkUp"] == true {
+                break;
+            }
+        }
+        if Instant::now() > deadline {
+            let log = std::fs::read_to_string(dir.path().join("device.log")).unwrap_or_default();
+            return Err(format!(
+                "pn-device did not reach Initialized within 20 s; log:\n{log}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let timing = PeerTiming {
+        send_clock_factor: 128,
+        reduction_ratio: 1,
+        data_hold_factor: 3,
+    };
+    let mut peer = Peer::start(&ns, PEER_IF, xml.replace(HOST_IF, PEER_IF), timing)?;
+    peer.connect()?;
+    cleanup.ns = Some(ns);
+    println!("pn-lab demo: pn-device (host namespace, NIC {HOST_IF}) <-> pn-controller (namespace, NIC {PEER_IF}), 4 ms cycle");
+    println!("dashboard: http://127.0.0.1:18840    stop: Ctrl-C");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("signal runtime");
+        rt.block_on(async {
+            let _ = tokio::signal::ctrl_c().await;
+        });
+        s2.store(true, Ordering::SeqCst);
+    });
+    let t0 = Instant::now();
+    let mut n: u32 = 0;
+    while !stop.load(Ordering::SeqCst) && limit.map_or(true, |l| t0.elapsed() < l) {
+        n = n.wrapping_add(1);
+        // Controller -> device: a counter; device -> controller: the uptime in seconds.
+        let _ = peer.set_outputs(0, &n.to_be_bytes());
+        let secs = t0.elapsed().as_secs() as u32;
+        let _ = post(
+            "/api/io",
+            serde_json::json!({ "offset": 0, "data": hex_of(&secs.to_be_bytes()) }),
+        );
+        if let (Some(st), Some(io), Some(dg)) =
+            (get("/api/status"), get("/api/io"), get("/api/diag"))
+        {
+            println!(
+                "{:>6.1}s  state={:<12} connected={:<5} I={} Q={} rt rx/tx={}/{} watchdogTrips={} alarms={}",
+                t0.elapsed().as_secs_f64(),
+                st["state"].as_str().unwrap_or("?"),
+                st["connected"],
+                io["inputHex"].as_str().unwrap_or(""),
+                io["outputHex"].as_str().unwrap_or(""),
+                dg["rxRtFrames"],
+                dg["txRtFrames"],
+                dg["watchdogTrips"],
+                st["alarmCount"],
+            );
+        }
+        std::thread::sleep(Duration::from_millis(1000));
+    }
+    let _ = peer.release();
+    drop(peer);
+    drop(cleanup);
+    println!("pn-lab demo: stopped and cleaned up");
+    Ok(())
+}
+
+fn hex_of(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
