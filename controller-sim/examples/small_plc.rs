@@ -12,7 +12,7 @@ use pn_controller::{ArConfig, ArState, Controller, ControllerConfig, DeviceConfi
 
 fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.len() < 3 || args.len() % 2 == 0 {
+    if args.len() < 3 || args.len() & 1 == 0 {
         eprintln!("usage: small_plc IFACE XML IP [XML IP ...]");
         std::process::exit(2);
     }
