@@ -461,10 +461,6 @@ impl Runtime {
                 if permanent {
                     sh.remanent.station_name = Some(name);
                     self.save(&mut sh);
-                } else if sh.remanent.station_name.take().is_some() {
-                    // A temporary name erases the stored one (PROFINET CMINA; p-net
-                    // pf_cmina_dcp_set_ind): after a restart the configured name applies.
-                    self.save(&mut sh);
                 }
             }
             StackEvent::DcpIpAssigned {
@@ -483,9 +479,6 @@ impl Runtime {
                 };
                 if permanent {
                     sh.remanent.ip = Some(StoredIp { ip, mask, gateway });
-                    self.save(&mut sh);
-                } else if sh.remanent.ip.take().is_some() {
-                    // A temporary IP erases the stored one (as for the name above).
                     self.save(&mut sh);
                 }
             }
