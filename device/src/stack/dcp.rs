@@ -13,10 +13,10 @@
 //!   Control/Response block with the BlockError.
 //! * **Set** (0xFEFD, to our MAC): one Control/Response block per request block.
 //!   - NameOfStation / IP parameter / full IP suite: `BlockQualifier` bit 0 = 1 permanent,
-//!     0 temporary. A *temporary* value is used now and not stored; as in p-net
-//!     (`pf_cmina_dcp_set_ind`) it also **erases** a previously stored permanent value, so the
-//!     device starts with its configured value after a restart. The runtime implements this on
-//!     `DcpNameAssigned { permanent: false }` / `DcpIpAssigned { permanent: false }`.
+//!     0 temporary. A *temporary* value is used now and not stored (`permanent: false` in
+//!     `DcpNameAssigned` / `DcpIpAssigned`). p-net (`pf_cmina_dcp_set_ind`) also erases a
+//!     previously stored permanent value; whether the runtime does is a recorded decision
+//!     (docs/protocol-notes/device-l2.md, known gaps).
 //!   - A name change while an AR is active is accepted and the ARs are aborted
 //!     ([`DcpEvent::AbortArs`], p-net CMINA case 27, abort reason "DCP station name changed").
 //!   - An IP change while an AR is active is refused with BlockError 6 "in operation, SET not
