@@ -13,8 +13,10 @@ use pn_protocol::wire::pnio::block::blocks;
 use pn_protocol::wire::pnio::im::{Im1, Im2, Im3, ImRecord};
 use pn_protocol::wire::pnio::module_diff::{ident_info, ModuleDiffBlock};
 use pn_protocol::wire::pnio::record::index;
-use pn_protocol::wire::rpc::{opnum, Uuid};
-use stack_peer::{wait_for, wire_up, write_config, Peer, PeerNs, Timing};
+use pn_protocol::wire::rpc::{opnum, PacketType, Uuid};
+use stack_peer::{
+    assert_capture_clean, wait_for, wire_up, write_config, Capture, Peer, PeerNs, Timing,
+};
 
 const TIMING: Timing = Timing {
     send_clock_factor: 32,
@@ -52,11 +54,16 @@ fn stack_cm_records_supervisor_second_ar_fragmentation() {
     let Some((d, peer_ns)) = rig("cm") else {
         return;
     };
+    let mut cap = Capture::start(&peer_ns, "pnc0", 5000);
     let mut peer = Peer::open(&peer_ns, "pnc0", TIMING);
     // Implicit read (opnum 5) without any AR.
     let (st, data) = peer.read_with(Uuid::NIL, 0, 1, index::IM0);
     assert!(st.is_ok(), "implicit read: {st}");
     assert!(matches!(ImRecord::parse(&data), Ok(ImRecord::Im0(_))));
+    // CL ping: an answered call gets its response again, an unknown one a Nocall.
+    let seq = peer.seq;
+    assert_eq!(peer.ping(seq), PacketType::Response);
+    assert_eq!(peer.ping(seq + 100), PacketType::Nocall);
 
     peer.establish();
     d.wait_state("DataExchange");
@@ -154,6 +161,10 @@ fn stack_cm_records_supervisor_second_ar_fragmentation() {
     assert_eq!(d.status()["state"], "DataExchange");
     peer.release();
     d.wait_state("Aborted");
+    if pn_testkit::env::require_tshark() {
+        let all = assert_capture_clean(&cap.stop(), "cm", &["pn_rt", "dcerpc", "pn_io"]);
+        eprintln!("cm capture: {all}");
+    }
 }
 
 #[test]
@@ -161,6 +172,7 @@ fn stack_cm_module_diff_and_cmi_timeout() {
     let Some((d, peer_ns)) = rig("md") else {
         return;
     };
+    let mut cap = Capture::start(&peer_ns, "pnc0", 5000);
     let mut peer = Peer::open(&peer_ns, "pnc0", TIMING);
     // Slot 1 expected with another SubmoduleIdentNumber: the connect succeeds with a
     // ModuleDiffBlock and the device's frames carry IOPS/IOCS BAD for that submodule.
@@ -205,4 +217,52 @@ fn stack_cm_module_diff_and_cmi_timeout() {
     assert_eq!(sdu[8], 0x80);
     peer.release();
     d.wait_state("Aborted");
+    if pn_testkit::env::require_tshark() {
+        assert_capture_clean(&cap.stop(), "md", &["pn_rt", "dcerpc", "pn_io"]);
+    }
+}
+
+#[test]
+fn stack_cm_watchdog_err_rta_big_endian_legacy() {
+    let Some((d, peer_ns)) = rig("wd") else {
+        return;
+    };
+    let mut cap = Capture::start(&peer_ns, "pnc0", 5000);
+    let mut peer = Peer::open(&peer_ns, "pnc0", TIMING);
+    // Big-endian requests (answered big-endian, asserted in Peer::call), legacy start-up.
+    peer.drep = pn_protocol::wire::rpc::Drep::BIG_ENDIAN;
+    peer.advanced = false;
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| peer.establish()));
+    if r.is_err() {
+        let _ = std::fs::write(
+            "/tmp/stack-wd-fail.pcap",
+            pn_testkit::pcap::encode(&cap.stop()),
+        );
+    }
+    assert!(r.is_ok(), "establish failed; daemon log:\n{}", d.log_text());
+    d.wait_state("DataExchange");
+    let (st, _) = peer.read(0, 1, index::IM0);
+    assert!(st.is_ok());
+    // The controller falls silent: data-hold timer expiry -> ERR-RTA (CF 81 FD 05) to the
+    // controller, AR aborted, watchdog counted and reported.
+    peer.state
+        .pause_tx
+        .store(true, std::sync::atomic::Ordering::Release);
+    let s = wait_for("Aborted by the watchdog", Duration::from_secs(5), || {
+        let s = d.status();
+        (s["state"] == "Aborted").then_some(s)
+    });
+    assert_eq!(s["connected"], false);
+    let aborts = wait_for("ERR-RTA at the controller", Duration::from_secs(3), || {
+        let a = peer.state.peer_aborts.lock().unwrap().clone();
+        (!a.is_empty()).then_some(a)
+    });
+    assert_eq!(aborts[0].to_bytes(), [0xCF, 0x81, 0xFD, 0x05]);
+    let diag = d.get("/api/diag");
+    assert_eq!(diag["watchdogTrips"], 1, "{diag}");
+    let hist = d.get("/api/alarms/history").to_string();
+    assert!(hist.contains("watchdog"), "{hist}");
+    if pn_testkit::env::require_tshark() {
+        assert_capture_clean(&cap.stop(), "wd", &["pn_rt", "dcerpc", "pn_io"]);
+    }
 }

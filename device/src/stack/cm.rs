@@ -1058,3 +1058,34 @@ impl Cm {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request in either byte order survives emit -> parse -> reassembly -> PNIO parse.
+    #[test]
+    fn requests_in_both_byte_orders_parse() {
+        for drep in [Drep::LITTLE_ENDIAN, Drep::BIG_ENDIAN] {
+            let h = RpcHeader::request(
+                drep,
+                Uuid::pnio_object(1, 1, 0x0493),
+                rpc::PNIO_DEVICE_INTERFACE,
+                Uuid::from_bytes([7; 16]),
+                3,
+                opnum::CONNECT,
+            );
+            let body = PnioRequest::new(65000, vec![1, 2, 3, 4])
+                .emit(drep)
+                .unwrap();
+            let wire = RpcPacket::new(h, body).emit().unwrap();
+            let pkt = RpcPacket::parse(&wire).unwrap();
+            assert_eq!(pkt.header.drep, drep);
+            let mut r = Reassembler::new(ReassemblyConfig::default());
+            let m = r.receive(Instant::ZERO, &pkt).unwrap().message.unwrap();
+            assert_eq!(m.header.drep, drep);
+            let req = PnioRequest::parse(&m.body, m.header.drep).unwrap();
+            assert_eq!(req.data, vec![1, 2, 3, 4]);
+        }
+    }
+}

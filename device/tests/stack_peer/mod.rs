@@ -221,6 +221,10 @@ pub struct CyclicState {
     /// Alarm notifications received (alarm type, specifier sequence).
     pub alarms: Mutex<Vec<(u16, u16)>>,
     pub alarm_acks_sent: AtomicU64,
+    /// Stop sending output frames (simulates a silent controller).
+    pub pause_tx: AtomicBool,
+    /// ERR-RTA-PDUs received from the device (its abort statuses).
+    pub peer_aborts: Mutex<Vec<PnioStatus>>,
 }
 
 /// The test controller.
@@ -247,6 +251,10 @@ pub struct Peer {
     pub wrong_slot1_ident: bool,
     /// CMInitiatorActivityTimeoutFactor (100 ms units) of the connect.
     pub cmi_factor: u16,
+    /// Data representation of our RPC requests.
+    pub drep: Drep,
+    /// ARProperties StartupMode advanced (else legacy).
+    pub advanced: bool,
 }
 
 impl Peer {
@@ -285,6 +293,8 @@ impl Peer {
             fragments_received: 0,
             wrong_slot1_ident: false,
             cmi_factor: 100,
+            drep: Drep::LITTLE_ENDIAN,
+            advanced: true,
         }
     }
 
@@ -327,16 +337,14 @@ impl Peer {
     pub fn call(&mut self, op: u16, data: Vec<u8>) -> PnioResponse {
         self.seq += 1;
         let h = RpcHeader::request(
-            Drep::LITTLE_ENDIAN,
+            self.drep,
             Uuid::pnio_object(1, DEVICE, VENDOR),
             PNIO_DEVICE_INTERFACE,
             self.activity,
             self.seq,
             op,
         );
-        let body = PnioRequest::new(65000, data)
-            .emit(Drep::LITTLE_ENDIAN)
-            .unwrap();
+        let body = PnioRequest::new(65000, data).emit(self.drep).unwrap();
         let pkts: Vec<Vec<u8>> = pn_protocol::wire::rpc::fragment(&h, &body, 1392, false)
             .unwrap()
             .iter()
@@ -372,6 +380,10 @@ impl Peer {
                 && p.header.activity == self.activity
                 && p.header.sequence == self.seq
             {
+                assert_eq!(
+                    p.header.drep, self.drep,
+                    "response not in the requester's DREP"
+                );
                 if p.header.is_fragment() {
                     self.fragments_received += 1;
                 }
@@ -388,6 +400,37 @@ impl Peer {
                 p.body
             );
         }
+    }
+
+    /// Send a CL Ping for call `seq` of our activity; returns the packet type of the answer
+    /// (the resent Response for an answered call, Nocall for an unknown one).
+    pub fn ping(&mut self, seq: u32) -> PacketType {
+        let mut h = RpcHeader::request(
+            self.drep,
+            Uuid::pnio_object(1, DEVICE, VENDOR),
+            PNIO_DEVICE_INTERFACE,
+            self.activity,
+            seq,
+            opnum::READ_IMPLICIT,
+        );
+        h.packet_type = PacketType::Ping;
+        let p = RpcPacket::new(h, Vec::new()).emit().unwrap();
+        self.udp.send_to(&p, Self::dev_addr()).unwrap();
+        self.udp
+            .set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let mut buf = vec![0u8; 65536];
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            if let Ok((n, _)) = self.udp.recv_from(&mut buf) {
+                if let Ok(r) = RpcPacket::parse(&buf[..n]) {
+                    if r.header.activity == self.activity && r.header.sequence == seq {
+                        return r.header.packet_type;
+                    }
+                }
+            }
+        }
+        panic!("no answer to ping");
     }
 
     /// Wait for the device's ApplicationReady and answer it.
@@ -422,7 +465,12 @@ impl Peer {
             cm_initiator_mac: self.mac,
             cm_initiator_object_uuid: Uuid::pnio_object(1, 0x0002, VENDOR),
             properties: ArProperties(
-                ArProperties::STATE_ACTIVE | ArProperties::STARTUP_MODE_ADVANCED,
+                ArProperties::STATE_ACTIVE
+                    | if self.advanced {
+                        ArProperties::STARTUP_MODE_ADVANCED
+                    } else {
+                        0
+                    },
             ),
             cm_initiator_activity_timeout_factor: self.cmi_factor,
             cm_initiator_udp_rt_port: 0x8892,
@@ -752,6 +800,11 @@ impl Peer {
             // Data-hold watchdog counted in executed cycles (like the device, see cyclic.rs).
             let (mut seen, mut miss) = (0u64, 0u64);
             while !st.stop.load(Ordering::Acquire) {
+                if st.pause_tx.load(Ordering::Acquire) {
+                    std::thread::sleep(period);
+                    next = Instant::now();
+                    continue;
+                }
                 if st.armed.load(Ordering::Acquire) {
                     let rx = st.rx_frames.load(Ordering::Acquire);
                     if rx != seen {
@@ -840,6 +893,10 @@ impl Peer {
                 let mut m = rta.lock().unwrap();
                 m.poll(now_p());
                 while let Some(ev) = m.poll_event() {
+                    if let RtaEvent::PeerAbort(status) = ev {
+                        st.peer_aborts.lock().unwrap().push(status);
+                        continue;
+                    }
                     if let RtaEvent::Received(block) = ev {
                         if let Ok(AlarmPdu::Notification(n)) = AlarmPdu::parse(&block) {
                             st.alarms
@@ -970,6 +1027,28 @@ impl Capture {
         }
         std::mem::take(&mut *self.frames.lock().unwrap())
     }
+}
+
+/// Dissect captured frames with tshark: no malformed frame, no expert warning/error, and
+/// each of `must` appears among the protocol stacks. Returns the protocol summary.
+pub fn assert_capture_clean(frames: &[Vec<u8>], tag: &str, must: &[&str]) -> String {
+    let pk = pn_testkit::tshark::dissect(frames).expect("tshark");
+    let mut kinds = std::collections::BTreeSet::new();
+    for p in &pk {
+        if p.malformed() || !p.expert_problems().is_empty() {
+            let _ = std::fs::write(
+                format!("/tmp/stack-{tag}.pcap"),
+                pn_testkit::pcap::encode(frames),
+            );
+        }
+        p.assert_clean(tag);
+        kinds.insert(p.protocols().to_string());
+    }
+    let all = kinds.into_iter().collect::<Vec<_>>().join(" | ");
+    for m in must {
+        assert!(all.contains(m), "{tag}: no {m} dissected: {all}");
+    }
+    all
 }
 
 /// The CPU both ends of a test share (see [`pin_process`]).
