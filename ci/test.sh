@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test of the project: formatting, lints, the whole workspace test suite (unit, property,
-# tshark oracle, real-frame fixtures, namespace integration tests, scenarios), and a short
-# fuzzing smoke run over the kept corpus. Needs root for network namespaces.
+# tshark oracle, real-frame fixtures, fuzz corpus replay, namespace integration tests,
+# scenarios). Needs root for network namespaces and raw sockets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +11,15 @@ cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
+echo "== build (binaries the integration tests start)"
+cargo build --workspace --bins
+
 echo "== cargo test --workspace"
-cargo test --workspace --all-targets 2>&1 | tee target/test-output.log
-# --all-targets skips doctests; run them too.
+# Most integration tests wait on the network, not the CPU: more test threads than cores.
+cargo test --workspace --all-targets -- --test-threads 4
 cargo test --workspace --doc
+
+if [ -x ci/fuzz-smoke.sh ]; then
+  echo "== fuzz smoke run"
+  ci/fuzz-smoke.sh
+fi
