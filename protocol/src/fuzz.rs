@@ -215,6 +215,15 @@ pub fn rpc_packet(data: &[u8]) {
     let bytes = emitted(a.emit(), "rpc");
     let b = RpcPacket::parse(&bytes).unwrap_or_else(|e| panic!("rpc: re-parse failed: {e:?}"));
     same!(a, b, "rpc");
+    // The same packet in the other integer representation must carry the same values.
+    let mut flipped = a.clone();
+    let d = a.header.drep.0;
+    flipped.header.drep = Drep([d[0] ^ 0x10, d[1], d[2]]);
+    let bytes = emitted(flipped.emit(), "rpc (other DREP)");
+    let mut c = RpcPacket::parse(&bytes)
+        .unwrap_or_else(|e| panic!("rpc (other DREP): re-parse failed: {e:?}"));
+    c.header.drep = a.header.drep;
+    same!(a, c, "rpc (other DREP)");
     let h = &a.header;
     match h.packet_type {
         PacketType::Request => pnio_body(true, h.opnum, h.drep, &a.body),

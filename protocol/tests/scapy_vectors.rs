@@ -1118,3 +1118,114 @@ fn ndr_maximum_count_conventions_both_parse() {
     let s = layer(&layers, "PNIOServiceReqPDU");
     assert_eq!(u(&s["max_count"]), u(&s["args_max"]));
 }
+
+fn alarm_params() -> Value {
+    json!({"channel": 4, "channel_properties": 0x2801, "error_type": 1,
+           "ext_error_type": 0x8000, "ext_add_value": 7, "alarm_type": 1, "slot": 1,
+           "subslot": 1, "module": 0x30, "submodule": 0x130, "specifier": 0xA800,
+           "dst_ep": 2, "src_ep": 1, "send_seq": 0xFFFF, "ack_seq": 0xFFFE})
+}
+
+#[test]
+fn scapy_alarm_notification_parses() {
+    use pn_protocol::wire::pnio::alarm::AlarmPdu;
+    use pn_protocol::wire::pnio::diagnosis::UserStructure;
+    use pn_protocol::wire::rta::{RtaPduType, RtaRepr};
+    if !require_scapy() {
+        return;
+    }
+    let f = scapy_build("alarm_low", alarm_params());
+    let (_, id, pdu) = rt::parse_rt_frame(&f).expect("RT frame");
+    assert_eq!(id, FrameId::ALARM_LOW);
+    let r = RtaRepr::parse(pdu).expect("RTA-PDU");
+    assert_eq!((r.dst_endpoint, r.src_endpoint), (2, 1));
+    assert_eq!(
+        (r.pdu_type, r.version, r.window_size, r.tack),
+        (RtaPduType::Data, 1, 1, true)
+    );
+    assert_eq!((r.send_seq, r.ack_seq), (0xFFFF, 0xFFFE));
+    let AlarmPdu::Notification(n) = AlarmPdu::parse(&r.var_part).expect("alarm") else {
+        panic!("not a notification");
+    };
+    assert_eq!((n.alarm_type, n.api, n.slot, n.subslot), (1, 0, 1, 1));
+    assert_eq!((n.module_ident, n.submodule_ident), (0x30, 0x130));
+    assert_eq!(n.specifier.0, 0xA800);
+    let Some(UserStructure::ExtChannel(items)) = n.item else {
+        panic!("not ExtChannelDiagnosis: {:?}", n.item);
+    };
+    assert_eq!(items.len(), 1);
+    assert_eq!(
+        (items[0].channel_number, items[0].properties.0),
+        (4, 0x2801)
+    );
+    assert_eq!((items[0].error_type, items[0].ext_error_type), (1, 0x8000));
+    assert_eq!(items[0].ext_add_value, 7);
+}
+
+#[test]
+fn our_alarm_notification_dissects_in_scapy() {
+    use pn_protocol::wire::pnio::alarm::{
+        AlarmNotificationRepr, AlarmPdu, AlarmPriority, AlarmSpecifier,
+    };
+    use pn_protocol::wire::pnio::diagnosis::{
+        ChannelProperties, ExtChannelDiagnosis, UserStructure,
+    };
+    use pn_protocol::wire::rta::{RtaPduType, RtaRepr};
+    if !require_scapy() {
+        return;
+    }
+    let n = AlarmNotificationRepr {
+        priority: AlarmPriority::Low,
+        alarm_type: 1,
+        api: 0,
+        slot: 1,
+        subslot: 1,
+        module_ident: 0x30,
+        submodule_ident: 0x130,
+        specifier: AlarmSpecifier(0xA801),
+        item: Some(UserStructure::ExtChannel(vec![ExtChannelDiagnosis {
+            channel_number: 4,
+            properties: ChannelProperties(0x2801),
+            error_type: 1,
+            ext_error_type: 0x8000,
+            ext_add_value: 7,
+        }])),
+    };
+    let var = AlarmPdu::Notification(n).to_bytes().expect("alarm");
+    let r = RtaRepr::new(RtaPduType::Data, 2, 1, 0xFFFF, 0xFFFE, var.clone());
+    let mut payload = vec![0xFE, 0x01];
+    payload.resize(2 + r.buffer_len(), 0);
+    r.emit(&mut payload[2..]).expect("RTA");
+    let eth = EthernetRepr {
+        dst: DST,
+        src: SRC,
+        vlan: None,
+        ethertype: 0x8892,
+    };
+    let layers = scapy_dissect(&eth.build(&payload));
+    let a = layer(&layers, "Alarm_Low");
+    assert_eq!(
+        (u(&a["AlarmDstEndpoint"]), u(&a["AlarmSrcEndpoint"])),
+        (2, 1)
+    );
+    assert_eq!((u(&a["PDUTypeType"]), u(&a["PDUTypeVersion"])), (1, 1));
+    assert_eq!(u(&a["AddFlags"]), 0x11);
+    assert_eq!((u(&a["SendSeqNum"]), u(&a["AckSeqNum"])), (0xFFFF, 0xFFFE));
+    assert_eq!(u(&a["VarPartLen"]), var.len() as u64);
+    let s = &a["RTA_SDU"];
+    assert_eq!(s["_layer"], "AlarmNotification_Low");
+    assert_eq!(u(&s["block_type"]), 0x0002);
+    assert_eq!(u(&s["block_length"]), var.len() as u64 - 4);
+    assert_eq!(u(&s["AlarmType"]), 1);
+    assert_eq!((u(&s["SlotNumber"]), u(&s["SubslotNumber"])), (1, 1));
+    assert_eq!(u(&s["ModuleIdentNumber"]), 0x30);
+    assert_eq!(u(&s["SubmoduleIdentNUmber"]), 0x130);
+    assert_eq!(u(&s["AlarmSpecifier"]), 0xA801);
+    let item = &s["AlarmPayload"][0];
+    assert_eq!(u(&item["UserStructureIdentifier"]), 0x8002);
+    assert_eq!(u(&item["ChannelNumber"]), 4);
+    assert_eq!(u(&item["ChannelProperties"]), 0x2801);
+    assert_eq!(u(&item["ChannelErrorType"]), 1);
+    assert_eq!(u(&item["ExtChannelErrorType"]), 0x8000);
+    assert_eq!(u(&item["ExtChannelAddValue"]), 7);
+}

@@ -257,6 +257,24 @@ def build_write_multiple_req(p):
     return _rpc_request(p, 3, [w])
 
 
+def build_alarm_low(p):
+    item = rpc.DiagnosisItem(UserStructureIdentifier=0x8002, ChannelNumber=p["channel"],
+                             ChannelProperties=p["channel_properties"],
+                             ChannelErrorType=p["error_type"],
+                             ExtChannelErrorType=p["ext_error_type"],
+                             ExtChannelAddValue=p["ext_add_value"])
+    n = rpc.AlarmNotification_Low(AlarmType=p["alarm_type"], API=0, SlotNumber=p["slot"],
+                                  SubslotNumber=p["subslot"], ModuleIdentNumber=p["module"],
+                                  SubmoduleIdentNUmber=p["submodule"],
+                                  AlarmSpecifier=p["specifier"], AlarmPayload=[item])
+    a = rpc.Alarm_Low(AlarmDstEndpoint=p["dst_ep"], AlarmSrcEndpoint=p["src_ep"],
+                      PDUTypeType=1, PDUTypeVersion=1, AddFlags=0x11,
+                      SendSeqNum=p["send_seq"], AckSeqNum=p["ack_seq"],
+                      # scapy 2.8 does not compute VarPartLen (plain XShortField, default 0)
+                      VarPartLen=len(bytes(n)), RTA_SDU=n)
+    return _eth(p, dst=p.get("dst", "02:00:00:00:00:02")) / ProfinetIO(frameID=0xFE01) / a
+
+
 def build_lldp(p):
     frame = (Ether(dst="01:80:c2:00:00:0e", src=p.get("src", "02:00:00:00:00:01"), type=0x88CC)
              / lldp.LLDPDUChassisID(subtype=p.get("chassis_subtype", 7), id=p["chassis"])
