@@ -423,6 +423,19 @@ fn records_im_read_write_and_implicit_read() {
         }) => assert_eq!(status.error_code, 0xDE, "{status}"),
         other => panic!("{other:?}"),
     }
+    // A user record larger than one datagram (DCE/RPC fragments both ways).
+    let big: Vec<u8> = (0..3000u32).map(|i| (i * 7) as u8).collect();
+    h.write_record(1, 1, 0x0100, &big).unwrap();
+    assert_eq!(h.read_record(1, 1, 0x0100, 4096).unwrap(), big);
+    let recs = rig.http("GET", "/api/records", None);
+    assert!(
+        recs["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["index"] == 0x0100 && r["length"] == 3000),
+        "{recs}"
+    );
     // Implicit read (no AR).
     let raw = ctl
         .read_implicit(DEV_IP, 0x0493, 0x0001, 0, 1, 0xAFF0, 256)

@@ -478,3 +478,54 @@ fn identify_all_collects_delayed_answers_from_many_devices() {
     distinct.dedup();
     assert!(distinct.len() >= 2, "{delays:?}");
 }
+
+/// Connect from a GSDML file (p-net sample app: DAP + I8O8 module with two parameter records
+/// and the Echo module): the parameters go out with their GSDML defaults in one MultipleWrite,
+/// and a record larger than one UDP datagram is sent as DCE/RPC fragments.
+#[test]
+fn gsdml_model_parameters_and_fragmented_write() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    let lab = Lab::new("pck");
+    let dev = fake(&lab, fcfg("rt-labs-dev"));
+    let ctl = controller(&lab);
+    let g = pn_controller::Gsdml::load(std::path::Path::new(
+        "/work/shared/fixtures/gsdml/GSDML-V2.4-RT-Labs-P-Net-Sample-App-20220324.xml",
+    ))
+    .unwrap();
+    let slots = pn_controller::gsdml::parse_slot_list("1=IDM_32,2=IDM_40").unwrap();
+    let model = g.device_model("rt-labs-dev", &slots).unwrap();
+    let mut c = ArConfig::new(model);
+    c.timing.reduction_ratio = 4;
+    let h = ctl.connect(c).expect("connect");
+    assert_eq!(h.state(), ArState::DataExchange);
+    let w = &dev.seen().writes[0];
+    assert!(w.is_multiple());
+    let recs: Vec<(u16, u16, Vec<u8>)> = w
+        .records()
+        .iter()
+        .map(|(hd, d)| (hd.address.slot, hd.address.index, d.to_vec()))
+        .collect();
+    assert_eq!(
+        recs,
+        vec![
+            (1, 123, vec![0, 0, 0, 1]),
+            (1, 124, vec![0, 0, 0, 2]),
+            (2, 125, vec![0, 0, 0, 2])
+        ]
+    );
+    // Input CR: DAP (3 IOPS), I8O8 1 byte + IOPS, Echo 8 bytes + IOPS, IOCS for 2 outputs.
+    assert_eq!(h.layout().input.area_len, 9);
+    assert_eq!(h.layout().output.area_len, 9);
+    // 3000 bytes: three CL fragments; the device reassembles them.
+    let big: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
+    h.write_record(1, 1, 0x0100, &big).unwrap();
+    let last = dev.seen().writes.last().cloned().unwrap();
+    assert!(!last.is_multiple());
+    let r = last.records();
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].0.address.index, 0x0100);
+    assert_eq!(r[0].1, &big[..]);
+    h.release().unwrap();
+}
