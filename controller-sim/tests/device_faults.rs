@@ -427,14 +427,18 @@ fn records_im_read_write_and_implicit_read() {
     let big: Vec<u8> = (0..3000u32).map(|i| (i * 7) as u8).collect();
     h.write_record(1, 1, 0x0100, &big).unwrap();
     assert_eq!(h.read_record(1, 1, 0x0100, 4096).unwrap(), big);
-    let recs = rig.http("GET", "/api/records", None);
-    assert!(
-        recs["records"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|r| r["index"] == 0x0100 && r["length"] == 3000),
-        "{recs}"
+    // Listed by the API once the runtime has persisted it (asynchronously).
+    rig.wait(
+        "user record in /api/records",
+        Duration::from_secs(3),
+        || {
+            rig.http("GET", "/api/records", None)["records"]
+                .as_array()
+                .is_some_and(|a| {
+                    a.iter()
+                        .any(|r| r["index"] == 0x0100 && r["length"] == 3000)
+                })
+        },
     );
     // Implicit read (no AR).
     let raw = ctl
