@@ -130,6 +130,10 @@ pub struct CyclicShared {
     pub base_period_ns: AtomicU64,
     pub job: Mutex<Option<Arc<ProviderJob>>>,
     pub job_gen: AtomicU64,
+    /// Generation the real-time thread has switched to.
+    pub seen_gen: AtomicU64,
+    /// Replaced jobs with the generation after which they may be dropped.
+    retired: Mutex<Vec<(u64, Arc<ProviderJob>)>>,
     pub consumer: Mutex<Option<ConsumerJob>>,
     /// Monotonic time of the last valid consumer frame.
     pub last_rx_ns: AtomicU64,
@@ -158,6 +162,8 @@ impl CyclicShared {
             base_period_ns: AtomicU64::new(base_period_ns.max(CLOCK_UNIT_NS)),
             job: Mutex::new(None),
             job_gen: AtomicU64::new(0),
+            seen_gen: AtomicU64::new(0),
+            retired: Mutex::new(Vec::new()),
             consumer: Mutex::new(None),
             last_rx_ns: AtomicU64::new(0),
             dht_ns: AtomicU64::new(0),
@@ -172,9 +178,19 @@ impl CyclicShared {
     }
 
     /// Install (Some) or remove (None) the provider job. Called by the CM.
+    ///
+    /// The replaced job is kept in `retired` until the real-time thread has switched to the
+    /// new generation, so its last reference is never dropped (deallocated) on that thread.
     pub fn set_job(&self, job: Option<Arc<ProviderJob>>) {
         let mut g = self.job.lock().unwrap_or_else(|p| p.into_inner());
-        *g = job;
+        let old = std::mem::replace(&mut *g, job);
+        let gen = self.job_gen.load(Ordering::Acquire);
+        let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+        let seen = self.seen_gen.load(Ordering::Acquire);
+        retired.retain(|(until, _)| *until > seen);
+        if let Some(old) = old {
+            retired.push((gen + 1, old));
+        }
         self.provider_frames.store(0, Ordering::Relaxed);
         self.job_gen.fetch_add(1, Ordering::Release);
     }
@@ -406,6 +422,7 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
                 seen_gen = g;
                 job = guard.clone();
                 drop(guard);
+                shared.seen_gen.store(g, Ordering::Release);
                 match &job {
                     Some(j) => {
                         frame.clear();
