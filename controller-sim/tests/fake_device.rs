@@ -228,6 +228,25 @@ fn connect_exchange_records_alarms_release() {
         assert!(prm_end_seen, "no PrmEnd dissected");
         assert!(release_seen, "no Release dissected");
         assert!(rtc_seen, "no cyclic frame with DataStatus 0x35 dissected");
+        let mut bts: Vec<String> = pk
+            .iter()
+            .flat_map(|p| p.all("pn_io.block_type"))
+            .map(|s| s.to_string())
+            .collect();
+        bts.sort();
+        bts.dedup();
+        // Everything the controller emitted (and the fake device received): Connect blocks,
+        // Write (0x0008), Read (0x0009), PrmEnd (0x0110), Release (0x0114), our AlarmAck-Low
+        // (0x8002) and our ApplicationReady response (0x8112), all dissected clean above.
+        for t in [
+            "0x0008", "0x0009", "0x0101", "0x0102", "0x0103", "0x0104", "0x0110", "0x0114",
+            "0x8002", "0x8112",
+        ] {
+            assert!(
+                bts.iter().any(|b| b == t),
+                "block type {t} not dissected: {bts:?}"
+            );
+        }
     }
 }
 
