@@ -427,6 +427,14 @@ impl Shared {
                             if p.header.wants_fack() {
                                 self.send_fack(&p.header, addr);
                             }
+                            // Bound the reassembly buffer (a response is at most the
+                            // ArgsMaximum we asked for; 1 MiB is far above any record).
+                            let held: usize = frags.values().map(Vec::len).sum();
+                            if held.saturating_add(p.body.len()) > 1 << 20 {
+                                return Err(Error::Protocol(
+                                    "fragmented RPC response larger than 1 MiB".into(),
+                                ));
+                            }
                             frags.insert(p.header.fragment_num, p.body.clone());
                             if p.header.is_last_fragment() {
                                 last_frag = Some(p.header.fragment_num);

@@ -63,6 +63,10 @@ struct DeviceDesc {
     /// Send clock in ms (the controller's base tick).
     #[arg(long, default_value_t = 1)]
     send_clock_ms: u16,
+    /// Send clock as SendClockFactor in 31.25 us units (overrides --send-clock-ms; e.g. 16 =
+    /// 500 us, for devices that support it).
+    #[arg(long)]
+    send_clock_factor: Option<u16>,
     /// Reduction ratio: IOCR cycle = send clock * ratio.
     #[arg(long, default_value_t = 4)]
     reduction_ratio: u16,
@@ -232,7 +236,10 @@ fn model_of(dev: &DeviceDesc) -> Result<Option<(DeviceModel, Option<Ipv4Addr>)>,
 fn start(cli: &Cli, dev: Option<&DeviceDesc>) -> Result<Controller, Error> {
     let mut c = ControllerConfig::new(&cli.interface);
     if let Some(d) = dev {
-        c.send_clock_factor = d.send_clock_ms.clamp(1, 4) * 32;
+        c.send_clock_factor = d
+            .send_clock_factor
+            .unwrap_or(d.send_clock_ms.clamp(1, 4) * 32)
+            .clamp(1, 128);
         c.realtime = RealtimeOptions {
             fifo_priority: d.rt_priority,
             lock_memory: d.mlock,
