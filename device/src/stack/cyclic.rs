@@ -17,6 +17,16 @@
 //!   blocking lock (the job is taken with `try_lock` only when its generation changed), no
 //!   logging, no tokio.
 //!
+//! # Relation to `pn_protocol::machine::cyclic`
+//! The consumer uses the machine's CycleCounter rule (`cycle_advanced`). The provider patches
+//! a frame template built once per AR (IOPS/IOCS of every submodule fixed at connect, only the
+//! data items and the APDU status change per cycle) instead of re-emitting the frame through
+//! `Provider::poll_send`; the schedule is the same (one frame per slot, missed slots skipped
+//! and reflected in the CycleCounter). The data-hold timer is counted in executed cycles, as
+//! p-net does (`pf_cpm_driver_sw.c` `pf_cpm_control_interval_expired`), rather than the
+//! machine's wall-clock deadline: a stall of the whole host then shows up as missed ticks
+//! instead of a communication loss (see the comment in the loop).
+//!
 //! # Jobs
 //! The connection manager (`cm.rs`) publishes a [`ProviderJob`] (a frame template plus the
 //! offsets of each submodule's data, IOPS and IOCS) when an IO AR is connected and clears it
@@ -262,7 +272,12 @@ pub fn consume_frame(
     if st.transfer_status != 0 || !st.data_status.data_valid() {
         return Consumed::Ignored;
     }
-    if job.last_counter == Some(st.cycle_counter) {
+    // Duplicate / stale frame: the CycleCounter must advance (rule of the protocol crate's
+    // sans-IO consumer, after p-net `pf_cpm_check_cycle`).
+    if job
+        .last_counter
+        .is_some_and(|last| !pn_protocol::machine::cyclic::cycle_advanced(last, st.cycle_counter))
+    {
         return Consumed::Ignored;
     }
     job.last_counter = Some(st.cycle_counter);
