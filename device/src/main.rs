@@ -90,6 +90,68 @@ fn init_logging(json: bool, filter: &str) {
     }
 }
 
+/// Linux capabilities the daemon uses, with what is lost without each (one WARN line per missing
+/// capability at launch; `deploy/pn-device.service` grants exactly these).
+const CAPABILITIES: &[(u32, &str, &str)] = &[
+    (
+        13,
+        "CAP_NET_RAW",
+        "the raw AF_PACKET socket cannot be opened: the slave will not start (ConfigError, errorCode 1 EPERM)",
+    ),
+    (
+        12,
+        "CAP_NET_ADMIN",
+        "the configured or DCP-assigned IP address cannot be put on the NIC",
+    ),
+    (
+        23,
+        "CAP_SYS_NICE",
+        "the cyclic and receive threads run without real-time priority (SCHED_FIFO): watchdog expiries under load",
+    ),
+    (
+        14,
+        "CAP_IPC_LOCK",
+        "memory cannot be locked (mlockall): page faults may delay cyclic frames",
+    ),
+    (
+        10,
+        "CAP_NET_BIND_SERVICE",
+        "the SNMP agent cannot bind UDP port 161: engineering tools get no SNMP answers",
+    ),
+];
+
+/// Effective capability set of this process (`CapEff` of /proc/self/status).
+fn effective_capabilities() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("CapEff:"))?;
+    u64::from_str_radix(line["CapEff:".len()..].trim(), 16).ok()
+}
+
+/// Log the capability check once at launch: one INFO line when everything is present, else one
+/// WARN line per missing capability naming it and its consequence.
+fn log_capabilities() {
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    let Some(eff) = effective_capabilities() else {
+        warn!("cannot read the process capabilities from /proc/self/status");
+        return;
+    };
+    let mut missing = 0;
+    for (bit, name, consequence) in CAPABILITIES {
+        if eff & (1u64 << bit) == 0 {
+            missing += 1;
+            warn!(
+                capability = *name,
+                "missing capability {name}: {consequence}"
+            );
+        }
+    }
+    if missing == 0 {
+        let names: Vec<&str> = CAPABILITIES.iter().map(|c| c.1).collect();
+        info!("running as uid {euid} with {}", names.join(", "));
+    }
+}
+
 fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(Some(a)) => a,
@@ -131,6 +193,7 @@ fn main() -> ExitCode {
     for k in &settings.unknown_keys {
         warn!("settings: unknown key '{k}' ignored");
     }
+    log_capabilities();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -192,7 +255,9 @@ async fn run(args: Args, settings: Settings) -> ExitCode {
         let r = runtime.clone();
         tokio::spawn(async move {
             let res = r.start().await;
-            info!("automatic start: {}", res["message"].as_str().unwrap_or(""));
+            // The runtime logs the outcome (started / refused with its cause) once; this line
+            // only adds the API message for debugging.
+            tracing::debug!("automatic start: {}", res["message"].as_str().unwrap_or(""));
         });
     }
     wait_for_signal().await;

@@ -1,0 +1,419 @@
+//! Shared rig of the operator-facing tests (least privilege, operator logs, dashboard in a
+//! browser): the REAL pn-device binary in one network namespace, the REAL `pn-controller` CLI
+//! in a second one, a veth pair between them. The daemon runs either as root or as an ordinary
+//! system user with an exact set of capabilities (`setpriv`, util-linux), the way the systemd
+//! unit in `deploy/pn-device.service` runs it.
+//!
+//! The controller binary is `target/debug/pn-controller` next to the daemon binary; `cargo test
+//! --workspace` builds it, a single-crate run needs `cargo build -p pn-controller` first.
+#![allow(dead_code)]
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use pn_testkit::netns::{NetNs, Veth};
+use serde_json::{json, Value};
+
+pub const DAEMON: &str = env!("CARGO_BIN_EXE_pn-device");
+pub const CTL_IP: Ipv4Addr = Ipv4Addr::new(192, 168, 79, 1);
+pub const DEV_IP: Ipv4Addr = Ipv4Addr::new(192, 168, 79, 2);
+pub const STATION: &str = "op-dev";
+/// The system user the unprivileged daemon runs as (created when missing).
+pub const USER: &str = "pn-device-test";
+/// The capabilities of `deploy/pn-device.service` (setpriv/capsh names).
+pub const CAPS: &[&str] = &[
+    "net_raw",
+    "net_admin",
+    "sys_nice",
+    "ipc_lock",
+    "net_bind_service",
+];
+
+static N: AtomicU32 = AtomicU32::new(0);
+
+/// The `pn-controller` binary built next to the daemon.
+pub fn controller_bin() -> PathBuf {
+    let p = Path::new(DAEMON).with_file_name("pn-controller");
+    assert!(
+        p.exists(),
+        "{} missing: build it with `cargo build -p pn-controller` (cargo test --workspace does)",
+        p.display()
+    );
+    p
+}
+
+/// Poll `f` every 20 ms until it returns true; false after `timeout`.
+pub fn poll(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + timeout;
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() > end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Uid and gid of the test user, created with `useradd --system` when missing.
+pub fn ensure_user() -> (u32, u32) {
+    let id = |flag: &str| -> Option<u32> {
+        let o = Command::new("id").args([flag, USER]).output().ok()?;
+        o.status
+            .success()
+            .then(|| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+            .flatten()
+    };
+    if id("-u").is_none() {
+        let o = Command::new("useradd")
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                USER,
+            ])
+            .output()
+            .expect("run useradd");
+        // A parallel test may have created it in between.
+        assert!(
+            o.status.success() || id("-u").is_some(),
+            "useradd {USER}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    (id("-u").expect("uid"), id("-g").expect("gid"))
+}
+
+/// Device configuration: DAP + slot 1 with 4 bytes each way.
+pub fn config_xml(nic: &str) -> String {
+    format!(
+        r#"<PnDeviceConfiguration>
+  <StationName>{STATION}</StationName><DeviceName>pn-device</DeviceName>
+  <VendorID>0x0493</VendorID><DeviceID>0x0001</DeviceID>
+  <Identification><OrderId>OP-1</OrderId><SerialNumber>SN-OP-1</SerialNumber>
+    <HardwareRevision>1</HardwareRevision><SoftwareRevision>V1.0.0</SoftwareRevision></Identification>
+  <Network><InterfaceName>{nic}</InterfaceName></Network>
+  <IpAddress>{DEV_IP}</IpAddress><SubnetMask>255.255.255.0</SubnetMask><Gateway>0.0.0.0</Gateway>
+  <SendClock>1</SendClock>
+  <SlotLayout>
+    <Module Slot="0" ModuleIdentNumber="1">
+      <Submodule Subslot="1" SubmoduleIdentNumber="1"/>
+      <Submodule Subslot="0x8000" SubmoduleIdentNumber="2"/>
+      <Submodule Subslot="0x8001" SubmoduleIdentNumber="3"/>
+    </Module>
+    <Module Slot="1" ModuleIdentNumber="0x30">
+      <Submodule Subslot="1" SubmoduleIdentNumber="1" InputLength="4" OutputLength="4"/>
+    </Module>
+  </SlotLayout>
+</PnDeviceConfiguration>"#
+    )
+}
+
+/// A licence signed with the committed development key, valid for an hour, unbound.
+pub fn write_licence(path: &Path) {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/dev-licence-private-key.txt"),
+    )
+    .expect("development key");
+    let line = text
+        .lines()
+        .find(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .expect("key line");
+    let key = pn_device::licence::parse_private_key(line).expect("key");
+    let now = pn_device::util::unix_now();
+    let p = pn_device::licence::Payload {
+        licensee: "operator tests".into(),
+        product: pn_device::licence::PRODUCT.into(),
+        serial: "op-1".into(),
+        issued_at: now - 60,
+        not_before: now - 60,
+        not_after: now + 3600,
+        binding: pn_device::licence::Binding {
+            machine_id: None,
+            mac: None,
+            any: Some(true),
+        },
+    };
+    std::fs::write(path, pn_device::licence::issue(&key, &p)).expect("write licence");
+}
+
+/// How the daemon is launched.
+#[derive(Clone, Debug)]
+pub enum Launch {
+    /// As root with every capability (the development way).
+    Root,
+    /// As the ordinary system user [`USER`] with exactly these capabilities (ambient,
+    /// inheritable and bounding set), no others.
+    User(Vec<&'static str>),
+}
+
+/// One HTTP answer: status code and JSON body (Null when not JSON).
+pub struct Answer {
+    pub status: u16,
+    pub json: Value,
+}
+
+/// Daemon namespace + controller namespace + veth.
+pub struct Lab {
+    pub dev_ns: NetNs,
+    pub ctl_ns: NetNs,
+    pub veth: Veth,
+    pub dir: PathBuf,
+    pub xml: PathBuf,
+    pub daemon: Option<Child>,
+    pub controllers: Vec<Child>,
+}
+
+impl Lab {
+    /// Namespaces, veth and the daemon's files (licence, XML, settings = `settings` merged over
+    /// the rig's paths). The daemon's own IP is NOT set here: the daemon puts its configured
+    /// IP on the NIC itself (CAP_NET_ADMIN).
+    pub fn new(tag: &str, settings: Value) -> Lab {
+        let ctl_ns = NetNs::new(&format!("{tag}c")).expect("namespace");
+        let dev_ns = NetNs::new(&format!("{tag}d")).expect("namespace");
+        let veth = Veth::new(tag, &ctl_ns, &dev_ns).expect("veth");
+        ctl_ns
+            .exec_ok(&["ip", "addr", "add", &format!("{CTL_IP}/24"), "dev", &veth.a])
+            .expect("controller IP");
+        let dir = std::env::temp_dir().join(format!(
+            "pn-op-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("persist")).expect("temp dir");
+        write_licence(&dir.join("licence.json"));
+        let xml = dir.join("device.xml");
+        std::fs::write(&xml, config_xml(&veth.b)).expect("xml");
+        let mut s = json!({
+            "Runtime": {"AutoStart": true},
+            "Paths": {"PersistenceDir": dir.join("persist").display().to_string()},
+            "Licence": {"CertificatePath": dir.join("licence.json").display().to_string()},
+            "Timer": {"HighResolution": true},
+        });
+        merge(&mut s, settings);
+        std::fs::write(dir.join("settings.json"), s.to_string()).expect("settings");
+        Lab {
+            dev_ns,
+            ctl_ns,
+            veth,
+            dir,
+            xml,
+            daemon: None,
+            controllers: Vec::new(),
+        }
+    }
+
+    /// Start the daemon (`extra` arguments appended) and wait for its API.
+    pub fn spawn(&mut self, launch: &Launch, extra: &[&str]) {
+        let mut cmd = self.dev_ns.command("setpriv");
+        match launch {
+            Launch::Root => {
+                cmd = self.dev_ns.command(DAEMON);
+            }
+            Launch::User(caps) => {
+                let (uid, gid) = ensure_user();
+                // The user owns its working directory (persistence, like StateDirectory=).
+                chown_r(&self.dir, uid, gid);
+                let plus: Vec<String> = caps.iter().map(|c| format!("+{c}")).collect();
+                let list = plus.join(",");
+                cmd.arg(format!("--reuid={uid}"))
+                    .arg(format!("--regid={gid}"))
+                    .arg("--init-groups");
+                if caps.is_empty() {
+                    cmd.arg("--inh-caps=-all").arg("--bounding-set=-all");
+                } else {
+                    cmd.arg(format!("--inh-caps=-all,{list}"))
+                        .arg(format!("--ambient-caps={list}"))
+                        .arg(format!("--bounding-set=-all,{list}"));
+                }
+                cmd.arg("--").arg(DAEMON);
+            }
+        }
+        let log = std::fs::File::create(self.dir.join("daemon.log")).expect("log file");
+        cmd.arg("--settings")
+            .arg(self.dir.join("settings.json"))
+            .arg("--config")
+            .arg(&self.xml)
+            .args(extra)
+            .env_remove("RUST_LOG")
+            .env_remove("VENDOR_PNET_NIC")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log);
+        self.daemon = Some(cmd.spawn().expect("spawn pn-device"));
+        self.wait("the API", Duration::from_secs(20), |l| {
+            l.request("GET", "/", &[], None).is_some()
+        });
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("daemon.log")).unwrap_or_default()
+    }
+
+    /// Wait until `f` holds, or panic with the daemon's log.
+    pub fn wait(&self, what: &str, timeout: Duration, mut f: impl FnMut(&Lab) -> bool) {
+        if !poll(timeout, || f(self)) {
+            panic!("timed out waiting for {what}\ndaemon log:\n{}", self.log());
+        }
+    }
+
+    /// One HTTP request to the daemon's 127.0.0.1:18840 inside its namespace.
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<Value>,
+    ) -> Option<Answer> {
+        let (m, p) = (method.to_string(), path.to_string());
+        let h: Vec<(String, String)> = headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        self.dev_ns
+            .enter(move || {
+                let hs: Vec<(&str, &str)> =
+                    h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                let b = body.map(|b| b.to_string().into_bytes());
+                let addr: SocketAddr = "127.0.0.1:18840".parse().expect("addr");
+                pn_testkit::http::request(addr, &m, &p, &hs, b.as_deref(), Duration::from_secs(5))
+                    .ok()
+                    .map(|r| Answer {
+                        status: r.status,
+                        json: serde_json::from_slice(&r.body).unwrap_or(Value::Null),
+                    })
+            })
+            .ok()
+            .flatten()
+    }
+
+    /// GET/POST without a key; the JSON body of a 200, else panic.
+    pub fn api(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        match self.request(method, path, &[], body) {
+            Some(a) if a.status == 200 => a.json,
+            Some(a) => panic!(
+                "{method} {path}: HTTP {} {}\n{}",
+                a.status,
+                a.json,
+                self.log()
+            ),
+            None => panic!("{method} {path}: no answer\n{}", self.log()),
+        }
+    }
+
+    pub fn status(&self) -> Value {
+        self.api("GET", "/api/status", None)
+    }
+
+    /// Start `pn-controller connect-and-run` in the controller namespace for `secs` seconds
+    /// (4 ms cycle: send clock 1 ms x reduction ratio 4, data-hold factor 3). `release`: release
+    /// the AR at the end, else just stop sending (the device's watchdog ends the AR).
+    pub fn controller(&mut self, outputs_hex: &str, secs: f64, release: bool) {
+        let out = std::fs::File::create(
+            self.dir
+                .join(format!("controller-{}.jsonl", self.controllers.len())),
+        )
+        .expect("controller log");
+        let mut c = self.ctl_ns.command(controller_bin());
+        c.args(["-i", &self.veth.a, "--json", "connect-and-run", "--config"])
+            .arg(&self.xml)
+            .args(["--ip", &DEV_IP.to_string()])
+            .args(["--send-clock-ms", "1", "--reduction-ratio", "4"])
+            .args(["--data-hold-factor", "3", "--rt-priority", "40"])
+            .args(["--refresh-ms", "200", "--outputs", outputs_hex])
+            .args(["--duration", &secs.to_string()]);
+        if !release {
+            c.arg("--no-release");
+        }
+        c.env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().expect("out"))
+            .stderr(out);
+        self.controllers
+            .push(c.spawn().expect("spawn pn-controller"));
+    }
+
+    /// Wait for the last controller to exit; its exit status and output.
+    pub fn controller_done(&mut self, timeout: Duration) -> (bool, String) {
+        let i = self.controllers.len() - 1;
+        let path = self.dir.join(format!("controller-{i}.jsonl"));
+        let c = &mut self.controllers[i];
+        let end = Instant::now() + timeout;
+        loop {
+            if let Ok(Some(st)) = c.try_wait() {
+                return (
+                    st.success(),
+                    std::fs::read_to_string(&path).unwrap_or_default(),
+                );
+            }
+            if Instant::now() > end {
+                let _ = c.kill();
+                let _ = c.wait();
+                panic!(
+                    "controller did not finish\n{}",
+                    std::fs::read_to_string(&path).unwrap_or_default()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGTERM the daemon and wait for it (bounded); its exit success.
+    pub fn stop_daemon(&mut self) -> bool {
+        let Some(mut c) = self.daemon.take() else {
+            return true;
+        };
+        // SAFETY: signal to our own child (`ip netns exec` and `setpriv` exec the daemon, so
+        // the child's pid is the daemon's).
+        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        let end = Instant::now() + Duration::from_secs(8);
+        while Instant::now() < end {
+            if let Ok(Some(st)) = c.try_wait() {
+                return st.success();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = c.kill();
+        let _ = c.wait();
+        false
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for c in &mut self.controllers {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        self.stop_daemon();
+        if std::env::var_os("PN_KEEP_TEST_DIR").is_none() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+fn merge(a: &mut Value, b: Value) {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (a, b) => *a = b,
+    }
+}
+
+fn chown_r(p: &Path, uid: u32, gid: u32) {
+    std::os::unix::fs::chown(p, Some(uid), Some(gid)).expect("chown");
+    if p.is_dir() {
+        for e in std::fs::read_dir(p).expect("read_dir").flatten() {
+            chown_r(&e.path(), uid, gid);
+        }
+    }
+}
