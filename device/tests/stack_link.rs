@@ -95,3 +95,55 @@ fn stack_link_cut_holds_q_and_reconnects() {
     peer.release();
     d.wait_state("Aborted");
 }
+
+/// Soft stop during data exchange (ERR-RTA to the controller, state Stopped), start again on
+/// the kept binding (reuse), and the controller reconnects.
+#[test]
+fn stack_stop_start_reuse_reconnects() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    let ns = Netns::new();
+    let peer_ns = PeerNs::new("ss");
+    wire_up(&ns.name, "pnd0", &peer_ns, "pnc0");
+    let dir = tempfile::tempdir().unwrap();
+    write_licence(&dir.path().join("licence.json"), 3600, any_binding());
+    let xml = dir.path().join("device.xml");
+    write_config(&xml, "pnd0", 1);
+    let d = Daemon::start_in(ns, dir, DaemonOpts::new().nic(Some("pnd0")).config(xml));
+    stack_peer::pin_process(d.pid());
+    assert_eq!(d.post_empty("/api/start")["ok"], true, "{}", d.log_text());
+    d.wait_state("Initialized");
+    let timing = Timing {
+        send_clock_factor: 32,
+        reduction_ratio: 4,
+        data_hold_factor: 6,
+    };
+    let mut peer = Peer::open(&peer_ns, "pnc0", timing);
+    peer.establish();
+    d.wait_state("DataExchange");
+
+    let r = d.post_empty("/api/stop");
+    assert_ne!(r["ok"], false, "{r}");
+    let s = d.wait_state("Stopped");
+    assert_eq!(s["connected"], false);
+    let aborts = wait_for("ERR-RTA at the controller", Duration::from_secs(3), || {
+        let a = peer.state.peer_aborts.lock().unwrap().clone();
+        (!a.is_empty()).then_some(a)
+    });
+    // AR_DEVICE_DEACTIVATED.
+    assert_eq!(aborts[0].to_bytes(), [0xCF, 0x81, 0xFD, 0x10]);
+    peer.stop_cyclic();
+
+    assert_eq!(d.post_empty("/api/start")["ok"], true, "{}", d.log_text());
+    d.wait_state("Initialized");
+    peer.new_ar();
+    peer.establish();
+    d.wait_state("DataExchange");
+    d.post("/api/io", json!({"offset": 0, "data": "0A0B0C0D"}));
+    wait_for("Q write after restart", Duration::from_secs(3), || {
+        (peer.device_data() == [0x0A, 0x0B, 0x0C, 0x0D]).then_some(())
+    });
+    peer.release();
+    d.wait_state("Aborted");
+}
