@@ -1229,3 +1229,29 @@ fn our_alarm_notification_dissects_in_scapy() {
     assert_eq!(u(&item["ExtChannelErrorType"]), 0x8000);
     assert_eq!(u(&item["ExtChannelAddValue"]), 7);
 }
+
+#[test]
+fn our_dcp_set_response_dissects_in_scapy() {
+    use pn_protocol::wire::dcp::BlockError;
+    if !require_scapy() {
+        return;
+    }
+    let f = DcpRepr::set_response(13, &[(2, 2, BlockError(0)), (1, 2, BlockError(3))])
+        .build_frame(DST, SRC, None)
+        .expect("emit");
+    let (_, d) = dcp_fields(&f);
+    assert_eq!((u(&d["service_id"]), u(&d["service_type"])), (4, 1));
+    assert_eq!(u(&d["xid"]), 13);
+    // Two Control/Response blocks of length 3, each followed by one pad byte.
+    assert_eq!(u(&d["dcp_data_length"]), 16);
+    let b = d["dcp_blocks"].as_array().expect("blocks");
+    assert_eq!(b.len(), 2);
+    for (x, (opt, sub, err)) in b.iter().zip([(2, 2, 0), (1, 2, 3)]) {
+        assert_eq!(x["_layer"], "DCPControlBlock");
+        assert_eq!((u(&x["option"]), u(&x["sub_option"])), (5, 4));
+        assert_eq!(u(&x["dcp_block_length"]), 3);
+        assert_eq!(u(&x["response"]), opt);
+        assert_eq!(u(&x["response_sub_option"]), sub);
+        assert_eq!(u(&x["block_error"]), err);
+    }
+}
