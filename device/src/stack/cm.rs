@@ -191,10 +191,9 @@ impl Cm {
 
     fn send_udp(&self, data: &[u8], to: SocketAddr) {
         if self.sock.send_to(data, to).is_ok() {
-            self.ctx
-                .counters
-                .tx_control_frames
-                .fetch_add(1, Ordering::Relaxed);
+            let k = &self.ctx.counters;
+            k.tx_control_frames.fetch_add(1, Ordering::Relaxed);
+            k.tx_frames.fetch_add(1, Ordering::Relaxed);
         } else {
             self.ctx
                 .counters
@@ -246,10 +245,9 @@ impl Cm {
                 }
             }
             if let Ok((n, from)) = self.sock.recv_from(&mut buf) {
-                self.ctx
-                    .counters
-                    .rx_control_frames
-                    .fetch_add(1, Ordering::Relaxed);
+                let k = &self.ctx.counters;
+                k.rx_control_frames.fetch_add(1, Ordering::Relaxed);
+                k.rx_frames.fetch_add(1, Ordering::Relaxed);
                 let data = buf[..n].to_vec();
                 self.on_datagram(&data, from);
             }
@@ -395,10 +393,9 @@ impl Cm {
                     call.next_ns = now_ns + APP_READY_RETRY_NS;
                     let (p, d) = (call.packet.clone(), call.dst);
                     if self.sock.send_to(&p, d).is_ok() {
-                        self.ctx
-                            .counters
-                            .tx_control_frames
-                            .fetch_add(1, Ordering::Relaxed);
+                        let k = &self.ctx.counters;
+                        k.tx_control_frames.fetch_add(1, Ordering::Relaxed);
+                        k.tx_frames.fetch_add(1, Ordering::Relaxed);
                     }
                 }
             }
@@ -483,7 +480,12 @@ impl Cm {
         if let Ok(mut m) = self.ctx.flags.message.lock() {
             *m = format!("AR ended: {reason}");
         }
-        tracing::info!(controller = %ar.req.cm_initiator_station_name, "AR ended: {reason}");
+        if ar.connected_event_sent {
+            // The runtime logs the end of data exchange with this reason (once, as WARN).
+            tracing::debug!(controller = %ar.req.cm_initiator_station_name, "AR ended: {reason}");
+        } else {
+            tracing::info!(controller = %ar.req.cm_initiator_station_name, "AR ended: {reason}");
+        }
         if ar.connected_event_sent {
             self.event(StackEvent::Aborted {
                 reason: reason.to_string(),

@@ -192,6 +192,7 @@ fn rx_loop(
         if eth.ethertype != ethertype::PROFINET {
             // LLDP: stack-l2's agent.
             if eth.ethertype == ethertype::LLDP {
+                counters.rx_frames.fetch_add(1, Ordering::Relaxed);
                 counters.rx_control_frames.fetch_add(1, Ordering::Relaxed);
                 if let Some(l2) = &l2 {
                     l2.on_frame(frame);
