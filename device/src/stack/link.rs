@@ -1,10 +1,10 @@
 //! Link monitoring of the PROFINET NIC: carrier, speed/duplex and the PROFINET MAU type.
 //!
 //! # Source of truth: ioctls, polled
-//! * Carrier: `SIOCGIFFLAGS` on a socket of the daemon's network namespace: the link is up when
-//!   the interface is administratively up (`IFF_UP`) and operationally running (`IFF_RUNNING`,
-//!   the kernel's RFC 2863 operstate "up": carrier present and not dormant). Presence:
-//!   `if_nametoindex`.
+//! * Carrier: the link is up when the interface is administratively up (`IFF_UP` from
+//!   `SIOCGIFFLAGS`) and has carrier (`ETHTOOL_GLINK`, i.e. `netif_carrier_ok`; drivers without
+//!   it: `IFF_RUNNING`, the RFC 2863 operstate "up", which linkwatch updates with a delay).
+//!   Presence: the ioctl succeeds on the daemon's namespace.
 //! * Speed/duplex/autoneg: `SIOCETHTOOL` `ETHTOOL_GLINKSETTINGS` (with the kernel's
 //!   link-mode-mask size handshake), falling back to the legacy `ETHTOOL_GSET`.
 //!
@@ -48,6 +48,7 @@ pub const SUBSTITUTE_MAU: u16 = mau_type::TYPE_100BASE_TX_FD;
 
 const SIOCETHTOOL: libc::c_ulong = 0x8946;
 const ETHTOOL_GSET: u32 = 0x0000_0001;
+const ETHTOOL_GLINK: u32 = 0x0000_000a;
 const ETHTOOL_GLINKSETTINGS: u32 = 0x0000_004c;
 const SPEED_UNKNOWN: u32 = 0xffff_ffff;
 const DUPLEX_HALF: u8 = 0;
@@ -152,6 +153,19 @@ fn if_flags(fd: RawFd, nic: &str) -> io::Result<i32> {
     Ok(i32::from(unsafe { ifr.ifr_ifru.ifru_flags }))
 }
 
+/// Carrier from `ETHTOOL_GLINK` (`netif_carrier_ok` for most drivers); `None` when the driver
+/// does not implement it.
+fn ethtool_link(fd: RawFd, nic: &str) -> Option<bool> {
+    let mut v = [ETHTOOL_GLINK, 0u32];
+    let mut ifr = ifreq_for(nic);
+    ifr.ifr_ifru.ifru_data = v.as_mut_ptr() as *mut libc::c_char;
+    // SAFETY: ifru_data points to a struct ethtool_value (cmd, data).
+    if unsafe { libc::ioctl(fd, SIOCETHTOOL, &mut ifr) } < 0 {
+        return None;
+    }
+    Some(v[1] != 0)
+}
+
 /// (speed, full duplex, autoneg) from ethtool; all `None` when the driver has no answer.
 fn ethtool(fd: RawFd, nic: &str) -> (Option<u32>, Option<bool>, Option<bool>) {
     let decode = |speed: u32, duplex: u8, an: u8| {
@@ -208,7 +222,12 @@ pub fn query_with(fd: RawFd, nic: &str) -> LinkInfo {
         Ok(f) => f,
         Err(_) => return LinkInfo::default(),
     };
-    let up = flags & libc::IFF_UP != 0 && flags & libc::IFF_RUNNING != 0;
+    // The carrier itself (ETHTOOL_GLINK) where the driver reports it: IFF_RUNNING follows the
+    // operstate, which the kernel's linkwatch updates asynchronously (up to about a second
+    // after a carrier change), so a cable pull and re-plug within that window would otherwise
+    // be reported late, after sysfs `carrier` already shows the new state.
+    let carrier = ethtool_link(fd, nic).unwrap_or(flags & libc::IFF_RUNNING != 0);
+    let up = flags & libc::IFF_UP != 0 && carrier;
     let (speed_mbps, full_duplex, autoneg) = ethtool(fd, nic);
     // Without carrier the driver reports an unknown speed: keep the MAU type meaningful.
     let (mau, substituted) = match mau_for(speed_mbps, full_duplex) {
