@@ -211,6 +211,10 @@ fn l2_daemon_dcp_set_persist_restart_reset_lldp_and_link() {
     assert_eq!(nb["stationName"], "plc-x", "{diag}");
     assert_eq!(nb["managementAddress"], "192.168.88.1", "{diag}");
     assert_eq!(nb["ttl"], 20, "{diag}");
+    assert!(
+        nb["lastSeen"].as_str().is_some_and(|t| t.ends_with('Z')),
+        "{diag}"
+    );
     assert_eq!(nb["chassisMac"], PEER_MAC.to_string(), "{diag}");
     assert_eq!(diag["l2"]["mauType"], 16, "{diag}");
     assert_eq!(diag["l2"]["mauTypeSubstituted"], true, "{diag}");

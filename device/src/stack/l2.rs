@@ -196,7 +196,15 @@ impl Worker {
             l.name = id.station_name.clone();
             l.ip = id.ip;
         }
-        let neighbour = self.lldp.neighbour(now);
+        let neighbour = self.lldp.neighbour(now).map(|mut n| {
+            let age = std::time::Duration::from_millis(n.age_ms);
+            n.last_seen_at = crate::util::rfc3339(
+                std::time::SystemTime::now()
+                    .checked_sub(age)
+                    .unwrap_or(std::time::UNIX_EPOCH),
+            );
+            n
+        });
         if let Ok(mut s) = self.status.lock() {
             s.station_name = id.station_name;
             s.ip = id.ip.to_string();

@@ -94,6 +94,9 @@ pub struct LldpNeighbour {
     pub ttl: u16,
     /// Milliseconds since its last LLDPDU (filled by [`LldpAgent::neighbour`]).
     pub age_ms: u64,
+    /// Wall-clock time of its last LLDPDU (RFC 3339; filled by the I/O layer, empty here).
+    #[serde(rename = "lastSeen")]
+    pub last_seen_at: String,
     /// The alias name DCP Identify by AliasName matches.
     pub alias_name: String,
     #[serde(skip)]
@@ -152,6 +155,7 @@ impl LldpNeighbour {
             chassis_mac: r.chassis_mac().map(|m| m.to_string()).unwrap_or_default(),
             ttl,
             age_ms: 0,
+            last_seen_at: String::new(),
             alias_name: text(&alias_raw),
             last_seen: now,
             alias_raw,
