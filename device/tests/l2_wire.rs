@@ -676,6 +676,35 @@ fn l2_wire_snmp_and_llmnr_answer_independent_clients() {
         out.contains(".1.3.6.1.2.1.1.6.0 = STRING: \"hall 7\""),
         "{out}"
     );
+    // v2c walk: net-snmp uses GetBulk; the answer exceeds 127 bytes (long-form BER lengths)
+    // and ends with endOfMibView after sysServices (net-snmp prints that as a last line).
+    let out = rig
+        .peer_ns
+        .exec_ok(&[
+            "snmpwalk",
+            "-v2c",
+            "-c",
+            "public",
+            "-On",
+            "-t",
+            "2",
+            "-r",
+            "1",
+            "10.47.0.2",
+            "1.3.6.1.2.1.1",
+        ])
+        .unwrap();
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with(".1.3.6.1.2.1.1.") && !l.contains("No more variables"))
+            .count(),
+        7,
+        "{out}"
+    );
+    assert!(
+        out.contains("No more variables left in this MIB View"),
+        "{out}"
+    );
     // A wrong community gets no answer.
     assert!(rig
         .peer_ns
