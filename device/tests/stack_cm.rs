@@ -138,15 +138,20 @@ fn stack_cm_records_supervisor_second_ar_fragmentation() {
     let r = peer.write_with(peer.ar_uuid, 1, 1, 0x0100, big.clone());
     assert!(r.status.is_ok(), "fragmented write: {}", r.status);
     assert!(peer.fragments_sent >= 3, "request not fragmented");
-    let recs = wait_for(
+    let rec = wait_for(
         "user record in /api/records",
         Duration::from_secs(3),
         || {
             let v = d.get("/api/records");
-            v.to_string().contains("256").then_some(v)
+            v["records"]
+                .as_array()
+                .and_then(|a| a.iter().find(|r| r["index"] == 0x0100).cloned())
         },
     );
-    assert!(!recs.to_string().is_empty());
+    assert_eq!(rec["slot"], 1);
+    assert_eq!(rec["length"], 3000);
+    let hex: String = big.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(rec["dataHex"].as_str().map(|h| h.to_lowercase()), Some(hex));
     let before = peer.fragments_received;
     let (st, back) = peer.read_with(peer.ar_uuid, 1, 1, 0x0100);
     assert!(st.is_ok(), "read back: {st}");
@@ -154,6 +159,28 @@ fn stack_cm_records_supervisor_second_ar_fragmentation() {
     assert!(
         peer.fragments_received - before >= 3,
         "response not fragmented"
+    );
+    // RealIdentificationData (API level) lists the configured layout.
+    let (st, data) = peer.read_with(peer.ar_uuid, 0, 1, index::API_REAL_IDENTIFICATION_DATA);
+    assert!(st.is_ok(), "RealIdentificationData: {st}");
+    let ident = pn_protocol::wire::pnio::ident::IdentificationDataRepr::parse(&data).unwrap();
+    let slots: Vec<u16> = ident.apis[0].modules.iter().map(|m| m.slot).collect();
+    assert_eq!(slots, vec![0, 1]);
+    assert_eq!(ident.apis[0].modules[1].module_ident, 0x30);
+    // Diagnosis record with an active diagnosis entry (POST /api/diag).
+    d.post(
+        "/api/diag",
+        serde_json::json!({"slot": 1, "subslot": 1, "channel": 3, "errorType": 6, "severity": 0, "text": "wire break"}),
+    );
+    let diag = wait_for("diagnosis record", Duration::from_secs(3), || {
+        let (st, data) = peer.read_with(peer.ar_uuid, 1, 1, index::SUB_DIAGNOSIS_CHANNEL);
+        assert!(st.is_ok(), "diagnosis read: {st}");
+        let v = pn_protocol::wire::pnio::diagnosis::parse_diagnosis_record(&data).unwrap();
+        (!v.is_empty()).then_some(v)
+    });
+    assert_eq!(
+        (diag[0].slot, diag[0].subslot, diag[0].channel_number),
+        (1, 1, 3)
     );
     // Unknown index: well-formed negative response.
     let (st, _) = peer.read_with(peer.ar_uuid, 0, 1, 0xFBFF);
