@@ -251,6 +251,8 @@ pub(crate) struct Shared {
     pub xid: AtomicU32,
     pub rt_applied: Mutex<RealtimeApplied>,
     pub tick_stats: Mutex<TickStats>,
+    /// Origin of the cyclic thread's tick grid (ns on CLOCK_MONOTONIC); providers start on it.
+    pub grid_origin: AtomicU64,
 }
 
 /// Timing statistics of the cyclic thread.
@@ -811,10 +813,12 @@ impl Shared {
     // Cyclic
     // ------------------------------------------------------------------------------------
 
-    fn cyclic_tick(&self, now: Instant) {
+    /// One tick: `slot` is the scheduled tick time (providers are aligned to it, so a late
+    /// wake-up does not shift the send schedule), `now` the actual time (watchdogs).
+    fn cyclic_tick(&self, slot: Instant, now: Instant) {
         let ars = self.ars.read().unwrap_or_else(|p| p.into_inner());
         for ar in ars.iter() {
-            let expired = ar.send_and_check(self, now);
+            let expired = ar.send_and_check(self, slot, now);
             if expired {
                 self.emit(Event::WatchdogExpired {
                     ar: ar.id,
@@ -928,7 +932,7 @@ impl ArInner {
 
     /// Build and send the output frame if due; run the consumer watchdog. Returns true when
     /// the watchdog expired during data exchange.
-    fn send_and_check(&self, sh: &Shared, now: Instant) -> bool {
+    fn send_and_check(&self, sh: &Shared, slot: Instant, now: Instant) -> bool {
         let ph = self.phase.load(Ordering::Acquire);
         if !matches!(
             ph,
@@ -990,7 +994,7 @@ impl ArInner {
             .with_provider_run(!f.provider_stop)
             .with_data_valid(!f.data_invalid);
         p.set_data_status(ds);
-        let sent = match p.poll_send(now, &io.c_sdu, &mut io.frame) {
+        let sent = match p.poll_send(slot, &io.c_sdu, &mut io.frame) {
             Ok(Some(n)) => Some(n),
             _ => None,
         };
@@ -1052,6 +1056,7 @@ impl Controller {
             xid: AtomicU32::new(seed),
             rt_applied: Mutex::new(RealtimeApplied::default()),
             tick_stats: Mutex::new(TickStats::default()),
+            grid_origin: AtomicU64::new(0),
         });
         let mut threads = Vec::new();
         // Receive thread (raw frames + alarm timers).
@@ -1113,10 +1118,11 @@ impl Controller {
                     *s.rt_applied.lock().unwrap_or_else(|p| p.into_inner()) = applied;
                     let period = u64::from(s.cfg.send_clock_factor.max(1)) * 31_250;
                     let mut next = rtsched::now() + Duration(period);
+                    s.grid_origin.store(next.0, Ordering::Release);
                     while !s.stop.load(Ordering::Relaxed) {
                         rtsched::sleep_until(next);
                         let now = rtsched::now();
-                        s.cyclic_tick(now);
+                        s.cyclic_tick(next, now);
                         let mut st = s.tick_stats.lock().unwrap_or_else(|p| p.into_inner());
                         st.ticks += 1;
                         let late = (now - next).as_micros();
@@ -1385,7 +1391,15 @@ impl ArHandle {
                 vlan: Some(VlanTag::RT_CYCLIC),
                 ethertype: ethernet::ethertype::PROFINET,
             };
-            io.provider = Some(Provider::new(eth, FrameId(out_id), t, now, 0));
+            // First slot: the next point of the cyclic thread's tick grid.
+            let origin = sh.grid_origin.load(Ordering::Acquire);
+            let base = u64::from(sh.cfg.send_clock_factor.max(1)) * 31_250;
+            let first = if origin == 0 || now.0 <= origin {
+                Instant(origin.max(now.0))
+            } else {
+                Instant(origin + (now.0 - origin).div_ceil(base) * base)
+            };
+            io.provider = Some(Provider::new(eth, FrameId(out_id), t, first, 0));
             io.consumer = Some(
                 Consumer::new(
                     FrameId(in_id),
