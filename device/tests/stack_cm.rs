@@ -60,6 +60,11 @@ fn stack_cm_records_supervisor_second_ar_fragmentation() {
     let (st, data) = peer.read_with(Uuid::NIL, 0, 1, index::IM0);
     assert!(st.is_ok(), "implicit read: {st}");
     assert!(matches!(ImRecord::parse(&data), Ok(ImRecord::Im0(_))));
+    // I&M0FilterData (read by engineering tools before I&M0): DAP carries the device's I&M0.
+    let (st, data) = peer.read_with(Uuid::NIL, 0, 1, index::IM0_FILTER_DATA);
+    assert!(st.is_ok(), "I&M0FilterData: {st}");
+    let f = pn_protocol::wire::pnio::im::parse_filter_record(&data).unwrap();
+    assert_eq!(f.len(), 3);
     // CL ping: an answered call gets its response again, an unknown one a Nocall.
     let seq = peer.seq;
     assert_eq!(peer.ping(seq), PacketType::Response);

@@ -15,7 +15,10 @@ use pn_protocol::wire::pnio::diagnosis::{
 use pn_protocol::wire::pnio::ident::{
     ApiIdent, IdentificationDataRepr, ModuleIdent, SubmoduleIdent,
 };
-use pn_protocol::wire::pnio::im::{Im0, Im1, Im2, Im3, Im4, ImRecord, SoftwareRevision};
+use pn_protocol::wire::pnio::im::{
+    emit_filter_record, FilterKind, Im0, Im0FilterData, Im1, Im2, Im3, Im4, ImRecord,
+    SoftwareRevision,
+};
 use pn_protocol::wire::pnio::record::{index, rw_error, RecordAddress};
 use pn_protocol::wire::pnio::PnioStatus;
 
@@ -191,6 +194,45 @@ impl Records {
             .unwrap_or_default()
     }
 
+    /// I&M0FilterData (0xF840): the device's I&M0 is carried by the DAP (slot 0, the first
+    /// subslot), which represents the device; no other submodule has its own I&M0 (as p-net
+    /// models it). Engineering tools read this record before I&M0.
+    fn im0_filter_data(&self) -> Vec<u8> {
+        let Some(dap) = self.modules.iter().find(|m| m.slot == 0) else {
+            return Vec::new();
+        };
+        let Some(sub) = dap.submodules.first() else {
+            return Vec::new();
+        };
+        let apis = vec![ApiIdent {
+            api: 0,
+            modules: vec![ModuleIdent {
+                slot: 0,
+                module_ident: dap.ident,
+                submodules: vec![SubmoduleIdent {
+                    subslot: sub.subslot,
+                    submodule_ident: sub.ident,
+                }],
+            }],
+        }];
+        let filters: Vec<Im0FilterData> = [
+            FilterKind::Submodule,
+            FilterKind::Module,
+            FilterKind::Device,
+        ]
+        .into_iter()
+        .map(|kind| Im0FilterData {
+            kind,
+            apis: apis.clone(),
+        })
+        .collect();
+        let mut w = Writer::new();
+        match emit_filter_record(&mut w, &filters) {
+            Ok(()) => w.into_inner(),
+            Err(_) => Vec::new(),
+        }
+    }
+
     fn diag_data(&self, slot: Option<u16>, subslot: Option<u16>, maint: Option<u8>) -> Vec<u8> {
         let mut w = Writer::new();
         for d in &self.diags {
@@ -235,6 +277,7 @@ impl Records {
                     .cloned()
                     .ok_or(rw_error::read(rw_error::ACC_INVALID_INDEX, 0))
             }
+            index::IM0_FILTER_DATA => Ok(self.im0_filter_data()),
             index::SUB_REAL_IDENTIFICATION_DATA => Ok(self.ident_data(sl, ss)),
             index::SLOT_REAL_IDENTIFICATION_DATA => Ok(self.ident_data(sl, None)),
             index::AR_REAL_IDENTIFICATION_DATA | index::API_REAL_IDENTIFICATION_DATA => {
@@ -379,6 +422,18 @@ mod tests {
             .read(&RecordAddress::new(0, 9, 1, index::IM0))
             .unwrap_err();
         assert_eq!(e.to_bytes(), [0xDE, 0x80, 0xB2, 0x00]);
+    }
+
+    #[test]
+    fn im0_filter_data_names_the_dap() {
+        let r = records();
+        let d = r
+            .read(&RecordAddress::new(0, 0, 1, index::IM0_FILTER_DATA))
+            .unwrap();
+        let f = pn_protocol::wire::pnio::im::parse_filter_record(&d).unwrap();
+        assert_eq!(f.len(), 3);
+        assert_eq!(f[2].kind, FilterKind::Device);
+        assert_eq!(f[2].apis[0].modules[0].submodules[0].subslot, 1);
     }
 
     #[test]
