@@ -298,3 +298,63 @@ fn stack_cm_watchdog_err_rta_big_endian_legacy() {
         assert_capture_clean(&cap.stop(), "wd", &["pn_rt", "dcerpc", "pn_io"]);
     }
 }
+
+/// Garbage on UDP 34964 and malformed RT frames (with the AR's own output FrameID, wrong
+/// lengths) do not disturb an established AR; they are counted.
+#[test]
+fn stack_cm_garbage_is_survived() {
+    let Some((d, peer_ns)) = rig("gb") else {
+        return;
+    };
+    let mut peer = Peer::open(&peer_ns, "pnc0", TIMING);
+    peer.establish();
+    d.wait_state("DataExchange");
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut rnd = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let dev = std::net::SocketAddr::from((stack_peer::DEV_IP, 34964));
+    for i in 0..300usize {
+        let len = (rnd() % 200) as usize;
+        let mut buf: Vec<u8> = (0..len).map(|_| rnd() as u8).collect();
+        if i % 3 == 0 && buf.len() > 2 {
+            buf[0] = 4; // looks like CL RPC version 4
+        }
+        let _ = peer.udp.send_to(&buf, dev);
+    }
+    // Truncated frames with the output FrameID (VLAN-tagged 60-byte frames leave only 42
+    // bytes for FrameID + C_SDU + APDU status, less than the AR's 46) and frames with random
+    // FrameIDs.
+    for i in 0..300usize {
+        let mut f = vec![0u8; 18];
+        f[..6].copy_from_slice(&peer.dev_mac);
+        f[6..12].copy_from_slice(&peer.mac);
+        f[12..14].copy_from_slice(&[0x81, 0x00]);
+        f[14..16].copy_from_slice(&[0xC0, 0x00]);
+        f[16..18].copy_from_slice(&[0x88, 0x92]);
+        let fid = if i % 2 == 0 {
+            peer.output_frame_id
+        } else {
+            0x0100 | (rnd() as u16 & 0x7EFF)
+        };
+        f.extend_from_slice(&fid.to_be_bytes());
+        let n = (rnd() % 30) as usize;
+        f.extend((0..n).map(|_| rnd() as u8));
+        f.resize(60, 0);
+        let _ = peer.sock.send(&f);
+    }
+    wait_for("invalid frames counted", Duration::from_secs(3), || {
+        (d.get("/api/diag")["invalidFrames"].as_i64() >= Some(150)).then_some(())
+    });
+    let s = d.status();
+    assert_eq!(s["state"], "DataExchange", "{s}\n{}", d.log_text());
+    assert_eq!(d.get("/api/diag")["watchdogTrips"], 0);
+    // Still fully working afterwards.
+    let (st, _) = peer.read(0, 1, index::IM0);
+    assert!(st.is_ok());
+    peer.release();
+    d.wait_state("Aborted");
+}

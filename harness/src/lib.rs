@@ -7,3 +7,4 @@ pub mod demo;
 pub mod lab;
 pub mod peer;
 pub mod scenario;
+pub mod soak;
