@@ -2,6 +2,7 @@
 //! real `pn-device` binary, the controller simulator, scenario files with golden snapshots, and
 //! the coverage map from spec rows to scenarios.
 
+pub mod bench;
 pub mod coverage;
 pub mod demo;
 pub mod lab;

@@ -1,0 +1,250 @@
+//! Small Linux helpers of the benchmarks: raw `AF_PACKET` sockets, clocks, real-time settings
+//! and `/proc` readings. Nothing here is used by the device or the controller.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// `ETH_P_ALL`.
+pub const ETH_P_ALL: u16 = 0x0003;
+/// EtherType of the bare sender's frames (IEEE 802 "local experimental").
+pub const BARE_ETHERTYPE: u16 = 0x88B5;
+
+/// CLOCK_REALTIME in ns (the clock of `SO_TIMESTAMPNS`).
+pub fn realtime_ns() -> u64 {
+    clock_ns(libc::CLOCK_REALTIME)
+}
+
+/// CLOCK_MONOTONIC in ns.
+pub fn mono_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+fn clock_ns(clk: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid timespec pointer.
+    unsafe { libc::clock_gettime(clk, &mut ts) };
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
+
+/// Sleep until `deadline_ns` on CLOCK_MONOTONIC (absolute, restarted on EINTR).
+pub fn sleep_until_abs(deadline_ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    };
+    loop {
+        // SAFETY: valid timespec; no remaining-time pointer needed with TIMER_ABSTIME.
+        let rc = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc != libc::EINTR {
+            break;
+        }
+    }
+}
+
+/// SCHED_FIFO with `prio` for the calling thread; whether it was granted.
+pub fn set_fifo(prio: i32) -> bool {
+    let p = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: valid parameter; 0 = calling thread.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0 }
+}
+
+/// `mlockall(MCL_CURRENT | MCL_FUTURE)`; whether it was granted.
+pub fn lock_memory() -> bool {
+    // SAFETY: plain syscall.
+    unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) == 0 }
+}
+
+/// Timer slack of the calling thread in ns.
+pub fn set_timer_slack(ns: u64) {
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+}
+
+/// Interface index in the calling thread's namespace.
+pub fn ifindex(name: &str) -> io::Result<i32> {
+    let c = std::ffi::CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
+    // SAFETY: valid NUL-terminated string.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if i == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(i as i32)
+}
+
+/// A raw `AF_PACKET` socket bound to `ifname` for all EtherTypes.
+pub fn packet_socket(ifname: &str) -> io::Result<OwnedFd> {
+    let idx = ifindex(ifname)?;
+    // SAFETY: plain syscall, result checked.
+    let raw = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            i32::from(ETH_P_ALL.to_be()),
+        )
+    };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fresh descriptor owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: zeroed sockaddr_ll is valid; fields set below.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = ETH_P_ALL.to_be();
+    sll.sll_ifindex = idx;
+    // SAFETY: sll is a valid sockaddr_ll of the given size.
+    let rc = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            &sll as *const libc::sockaddr_ll as *const libc::sockaddr,
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// Set an integer socket option; errors are returned.
+pub fn setsockopt_int(fd: &OwnedFd, level: i32, name: i32, v: i32) -> io::Result<()> {
+    // SAFETY: valid pointer to an int of the given size.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            &v as *const i32 as *const libc::c_void,
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The MAC address of `ifname` (SIOCGIFHWADDR on `fd`).
+pub fn mac_of(fd: &OwnedFd, ifname: &str) -> io::Result<[u8; 6]> {
+    // SAFETY: zeroed ifreq is valid.
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in ifr.ifr_name.iter_mut().take(15).zip(ifname.bytes()) {
+        *d = s as libc::c_char;
+    }
+    // SAFETY: ifr holds a NUL-terminated name of at most 15 bytes.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCGIFHWADDR, &mut ifr) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the ioctl filled ifru_hwaddr.
+    let sa = unsafe { ifr.ifr_ifru.ifru_hwaddr };
+    let mut mac = [0u8; 6];
+    for (m, b) in mac.iter_mut().zip(sa.sa_data.iter()) {
+        *m = *b as u8;
+    }
+    Ok(mac)
+}
+
+/// `send(2)` of one frame.
+pub fn send(fd: &OwnedFd, frame: &[u8]) -> bool {
+    // SAFETY: valid buffer of frame.len() bytes.
+    let n = unsafe {
+        libc::send(
+            fd.as_raw_fd(),
+            frame.as_ptr() as *const libc::c_void,
+            frame.len(),
+            0,
+        )
+    };
+    n >= 0
+}
+
+/// User + system CPU time of a process or thread in clock ticks (`/proc/.../stat` fields 14
+/// and 15), `path` = `/proc/PID` or `/proc/PID/task/TID`.
+pub fn cpu_ticks(path: &str) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("{path}/stat")).ok()?;
+    // The comm field may hold spaces: fields after the closing parenthesis.
+    let rest = s.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state): utime is field 14 -> index 11, stime index 12.
+    let u: u64 = f.get(11)?.parse().ok()?;
+    let st: u64 = f.get(12)?.parse().ok()?;
+    Some(u + st)
+}
+
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`).
+pub fn ticks_per_s() -> u64 {
+    // SAFETY: plain libc call.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as u64
+    } else {
+        100
+    }
+}
+
+/// The task directory of the thread named `comm` in process `pid`.
+pub fn thread_path(pid: u32, comm: &str) -> Option<String> {
+    let dir = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    for e in dir.flatten() {
+        let p = e.path();
+        if std::fs::read_to_string(p.join("comm")).is_ok_and(|c| c.trim() == comm) {
+            return Some(p.display().to_string());
+        }
+    }
+    None
+}
+
+/// `VmRSS` of a process in kB.
+pub fn vm_rss_kb(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// The machine: nproc, CPU model, kernel.
+pub fn machine() -> String {
+    let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "?".into());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default();
+    format!("nproc {nproc}, CPU {model}, kernel {kernel}, loadavg {load}")
+}
+
+/// The 1-minute load average.
+pub fn loadavg1() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0)
+}

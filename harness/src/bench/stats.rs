@@ -1,0 +1,112 @@
+//! Interval statistics of one frame stream: percentiles of the interval and of
+//! |interval - period|, missed cycles and long gaps.
+
+use serde::Serialize;
+
+/// Statistics of the intervals between consecutive frames of one stream (all times in us).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IntervalStats {
+    pub frames: u64,
+    pub period_us: f64,
+    pub interval_p50: f64,
+    pub interval_p99: f64,
+    pub interval_p999: f64,
+    pub interval_max: f64,
+    pub dev_p50: f64,
+    pub dev_p99: f64,
+    pub dev_p999: f64,
+    pub dev_max: f64,
+    /// Slots without a frame: sum over intervals of round(interval / period) - 1.
+    pub missed_cycles: u64,
+    /// Intervals longer than 3 periods.
+    pub gaps_over_3: u64,
+    /// Intervals shorter than half a period (bursts / catch-up frames).
+    pub short_intervals: u64,
+}
+
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx.min(sorted.len() - 1)]
+}
+
+/// Statistics of frames at `ts` (ns, any order) against `period_ns`.
+pub fn intervals(ts: &[u64], period_ns: u64) -> IntervalStats {
+    let mut t: Vec<u64> = ts.to_vec();
+    t.sort_unstable();
+    let period = period_ns.max(1) as f64;
+    let mut iv: Vec<f64> = Vec::with_capacity(t.len());
+    let mut dev: Vec<f64> = Vec::with_capacity(t.len());
+    let mut st = IntervalStats {
+        frames: t.len() as u64,
+        period_us: period / 1000.0,
+        ..Default::default()
+    };
+    for w in t.windows(2) {
+        let d = (w[1] - w[0]) as f64;
+        iv.push(d / 1000.0);
+        dev.push((d - period).abs() / 1000.0);
+        let slots = (d / period).round();
+        if slots >= 2.0 {
+            st.missed_cycles += slots as u64 - 1;
+        }
+        if d > 3.0 * period {
+            st.gaps_over_3 += 1;
+        }
+        if d < 0.5 * period {
+            st.short_intervals += 1;
+        }
+    }
+    iv.sort_by(f64::total_cmp);
+    dev.sort_by(f64::total_cmp);
+    st.interval_p50 = pct(&iv, 0.5);
+    st.interval_p99 = pct(&iv, 0.99);
+    st.interval_p999 = pct(&iv, 0.999);
+    st.interval_max = iv.last().copied().unwrap_or(0.0);
+    st.dev_p50 = pct(&dev, 0.5);
+    st.dev_p99 = pct(&dev, 0.99);
+    st.dev_p999 = pct(&dev, 0.999);
+    st.dev_max = dev.last().copied().unwrap_or(0.0);
+    st
+}
+
+/// Percentiles of arbitrary samples: (p50, p99, max, n).
+pub fn summary(samples: &[f64]) -> (f64, f64, f64, usize) {
+    let mut s = samples.to_vec();
+    s.sort_by(f64::total_cmp);
+    (
+        pct(&s, 0.5),
+        pct(&s, 0.99),
+        s.last().copied().unwrap_or(0.0),
+        s.len(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steady_stream_with_one_gap() {
+        // 1 ms period, frames at 0..=9 ms, then one missing slot (11 ms), then 12 ms.
+        let mut ts: Vec<u64> = (0..10).map(|i| i * 1_000_000).collect();
+        ts.push(12_000_000);
+        let st = intervals(&ts, 1_000_000);
+        assert_eq!(st.frames, 11);
+        assert_eq!(st.missed_cycles, 2);
+        assert_eq!(st.gaps_over_3, 0);
+        assert_eq!(st.interval_p50, 1000.0);
+        assert_eq!(st.interval_max, 3000.0);
+        assert_eq!(st.dev_max, 2000.0);
+        assert_eq!(st.short_intervals, 0);
+    }
+
+    #[test]
+    fn empty_and_single() {
+        assert_eq!(intervals(&[], 1000).frames, 0);
+        assert_eq!(intervals(&[5], 1000).dev_max, 0.0);
+        assert_eq!(summary(&[]).3, 0);
+    }
+}
