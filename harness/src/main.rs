@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage:\n  pn-lab demo [--seconds N]  device (host namespace, dashboard at http://127.0.0.1:18840) in data exchange with the controller simulator; Ctrl-C stops\n  pn-lab check FILE...       validate scenario files\n  pn-lab run FILE...         run scenario files (root: namespaces)\n  pn-lab soak --minutes N [--seed S] [--json]  device and controller with random faults; counters at the end"
+        "usage:\n  pn-lab demo [--seconds N]  device (host namespace, dashboard at http://127.0.0.1:18840) in data exchange with the controller simulator; Ctrl-C stops\n  pn-lab check FILE...       validate scenario files\n  pn-lab run FILE...         run scenario files (root: namespaces)\n  pn-lab bench SUB ...       performance benchmarks (cycle, http, latency, scale; see docs/benchmarks.md)\n  pn-lab soak --minutes N [--seed S] [--json]  device and controller with random faults; counters at the end"
     );
     ExitCode::from(2)
 }
@@ -18,6 +18,7 @@ fn main() -> ExitCode {
     };
     let files: Vec<PathBuf> = files.iter().map(PathBuf::from).collect();
     match cmd.as_str() {
+        "bench" => pn_lab::bench::main(&args[1..]),
         "soak" => pn_lab::soak::main(&args[1..]),
         "demo" => {
             let limit = match files.as_slice() {
