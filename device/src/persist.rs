@@ -62,8 +62,11 @@ impl Store {
         self.dir.join(FILE_NAME)
     }
 
-    /// Read the remanent data.
+    /// Read the remanent data. Temporary files of writes that were interrupted (the process
+    /// was killed between creating the temporary file and the rename) are removed first: the
+    /// store is read once at start-up, before this process writes anything.
     pub fn load(&self) -> LoadOutcome {
+        self.remove_stale_temp_files();
         let path = self.path();
         let text = match std::fs::read(&path) {
             Ok(t) => t,
@@ -86,6 +89,18 @@ impl Store {
                     "{} is corrupt ({e}); moved to {FILE_NAME}.corrupt, factory values used",
                     path.display()
                 ))
+            }
+        }
+    }
+
+    fn remove_stale_temp_files(&self) {
+        let prefix = format!(".{FILE_NAME}.tmp.");
+        let Ok(dir) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        for e in dir.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_file(e.path());
             }
         }
     }
@@ -182,5 +197,20 @@ mod tests {
         assert!(d.path().join("remanent.json.corrupt").exists());
         assert!(matches!(s.load(), LoadOutcome::Missing));
         s.clear().unwrap();
+    }
+
+    /// A write interrupted by SIGKILL leaves its temporary file; the next start removes it
+    /// (found by harness/tests/reliability_persistence_kill.rs: one file per kill piled up).
+    #[test]
+    fn interrupted_write_leaves_no_temp_file_after_restart() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::new(d.path());
+        s.save(&Remanent::default()).unwrap();
+        let stale = d.path().join(format!(".{FILE_NAME}.tmp.4242"));
+        std::fs::write(&stale, b"{\"version\": 1, \"stationName\": \"half").unwrap();
+        assert!(matches!(s.load(), LoadOutcome::Loaded(_)));
+        assert!(!stale.exists());
+        assert!(s.path().exists());
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
     }
 }
