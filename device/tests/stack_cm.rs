@@ -165,6 +165,17 @@ fn stack_cm_records_supervisor_second_ar_fragmentation() {
         peer.fragments_received - before >= 3,
         "response not fragmented"
     );
+    // A Ping while a fragmented request is incomplete is answered with Working.
+    let req = pn_protocol::wire::pnio::record::WriteRequest::single(
+        1,
+        peer.ar_uuid.0,
+        pn_protocol::wire::pnio::record::RecordAddress::new(0, 1, 1, 0x0101),
+        vec![0x5A; 2000],
+    )
+    .unwrap();
+    let (pt, r) = peer.call_with_ping_midway(opnum::WRITE, req.to_bytes().unwrap());
+    assert_eq!(pt, PacketType::Working);
+    assert!(r.status.is_ok(), "{}", r.status);
     // RealIdentificationData (API level) lists the configured layout.
     let (st, data) = peer.read_with(peer.ar_uuid, 0, 1, index::API_REAL_IDENTIFICATION_DATA);
     assert!(st.is_ok(), "RealIdentificationData: {st}");

@@ -120,6 +120,8 @@ struct Cm {
     io_ar: Option<IoAr>,
     sup: Vec<SupervisorAr>,
     cache: HashMap<Uuid, CachedReply>,
+    /// Fragmented calls not yet complete (activity -> sequence), for Ping -> Working.
+    in_progress: HashMap<Uuid, u32>,
     reasm: Reassembler,
     link_up: bool,
     eth_out: Vec<Vec<u8>>,
@@ -153,6 +155,7 @@ pub fn spawn(ctx: CmContext, rx: Receiver<CtlMsg>) -> std::io::Result<std::threa
         io_ar: None,
         sup: Vec::new(),
         cache: HashMap::new(),
+        in_progress: HashMap::new(),
         reasm,
         link_up: true,
         eth_out: Vec::new(),
@@ -453,6 +456,9 @@ impl Cm {
         self.sup
             .retain(|s| t.saturating_sub(s.last_ns) < s.timeout_ns);
         self.reasm.poll(now);
+        if self.reasm.pending() == 0 {
+            self.in_progress.clear();
+        }
     }
 
     // ------------------------------------------------------------------ AR end
@@ -554,7 +560,13 @@ impl Cm {
                         self.send_udp(&p, from);
                     }
                 } else {
-                    let r = RpcPacket::new(RpcHeader::reply_to(&h, PacketType::Nocall), Vec::new());
+                    // A call still being reassembled is "working"; anything else is unknown.
+                    let t = if self.in_progress.get(&h.activity) == Some(&h.sequence) {
+                        PacketType::Working
+                    } else {
+                        PacketType::Nocall
+                    };
+                    let r = RpcPacket::new(RpcHeader::reply_to(&h, t), Vec::new());
                     if let Ok(b) = r.emit() {
                         self.send_udp(&b, from);
                     }
@@ -627,8 +639,12 @@ impl Cm {
             }
         }
         let Some(msg) = rec.message else {
+            if self.in_progress.len() < 64 {
+                self.in_progress.insert(h.activity, h.sequence);
+            }
             return;
         };
+        self.in_progress.remove(&h.activity);
         let h = msg.header;
         if h.interface != rpc::PNIO_DEVICE_INTERFACE {
             self.reject(&h, reject_status::NCA_UNK_IF, from);

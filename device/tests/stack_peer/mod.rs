@@ -402,6 +402,45 @@ impl Peer {
         }
     }
 
+    /// A fragmented call whose first fragment is followed by a Ping before the rest is sent:
+    /// returns the answer to the Ping (Working expected) and the call's response.
+    pub fn call_with_ping_midway(&mut self, op: u16, data: Vec<u8>) -> (PacketType, PnioResponse) {
+        self.seq += 1;
+        let seq = self.seq;
+        let h = RpcHeader::request(
+            self.drep,
+            Uuid::pnio_object(1, DEVICE, VENDOR),
+            PNIO_DEVICE_INTERFACE,
+            self.activity,
+            seq,
+            op,
+        );
+        let body = PnioRequest::new(65000, data).emit(self.drep).unwrap();
+        let pkts: Vec<Vec<u8>> = pn_protocol::wire::rpc::fragment(&h, &body, 1392, false)
+            .unwrap()
+            .iter()
+            .map(|p| p.emit().unwrap())
+            .collect();
+        assert!(pkts.len() >= 2);
+        self.udp.send_to(&pkts[0], Self::dev_addr()).unwrap();
+        let pt = self.ping(seq);
+        for p in &pkts[1..] {
+            self.udp.send_to(p, Self::dev_addr()).unwrap();
+        }
+        let mut buf = vec![0u8; 65536];
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            assert!(Instant::now() < deadline, "no response");
+            if let Ok((n, _)) = self.udp.recv_from(&mut buf) {
+                if let Ok(p) = RpcPacket::parse(&buf[..n]) {
+                    if p.header.packet_type == PacketType::Response && p.header.sequence == seq {
+                        return (pt, PnioResponse::parse(&p.body, p.header.drep).unwrap());
+                    }
+                }
+            }
+        }
+    }
+
     /// Send a CL Ping for call `seq` of our activity; returns the packet type of the answer
     /// (the resent Response for an answered call, Nocall for an unknown one).
     pub fn ping(&mut self, seq: u32) -> PacketType {
