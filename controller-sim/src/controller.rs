@@ -820,6 +820,15 @@ impl Shared {
         for ar in ars.iter() {
             let expired = ar.send_and_check(self, slot, now);
             if expired {
+                // Tell the device at once (ERR-RTA "consumer DHT expired"), as a controller
+                // aborting the AR does, instead of leaving it to its own watchdog.
+                if let Ok(mut g) = ar.alarm.try_lock() {
+                    if let Some(st) = g.as_mut() {
+                        st.low.abort(wrta::abort_reason::status(
+                            wrta::abort_reason::AR_CONSUMER_DHT_EXPIRED,
+                        ));
+                    }
+                }
                 self.emit(Event::WatchdogExpired {
                     ar: ar.id,
                     station: ar.model.station_name.clone(),

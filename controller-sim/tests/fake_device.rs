@@ -86,6 +86,10 @@ fn controller(lab: &Lab) -> Controller {
 fn connect(ctl: &Controller, name: &str, faults: Faults) -> Result<ArHandle, Error> {
     let mut c = ArConfig::new(model(name));
     c.timing.reduction_ratio = 2;
+    // 2 ms cycle, data-hold 50 x 2 = 100 ms: the fake device runs on ordinary threads, so a
+    // loaded machine must not make either side's watchdog trip in tests about other things.
+    c.timing.data_hold_factor = 50;
+    c.timing.watchdog_factor = 50;
     c.faults = faults;
     c.app_ready_timeout = Duration::from_secs(3);
     ctl.connect(c)
@@ -391,8 +395,9 @@ fn module_diff_and_controller_watchdog() {
     let md = h.status().module_diff;
     assert_eq!(md.len(), 1);
     assert!(md[0].contains("wrong module"), "{md:?}");
-    // The device goes silent: our consumer watchdog expires.
-    drop(dev);
+    // The device goes silent: our consumer watchdog expires and we abort the AR with ERR-RTA
+    // "consumer DHT expired".
+    dev.go_silent();
     let st = h.wait_state(|s| matches!(s, ArState::Aborted(_)), Duration::from_secs(3));
     assert!(
         matches!(st, ArState::Aborted(ref r) if r.contains("watchdog")),
@@ -402,6 +407,11 @@ fn module_diff_and_controller_watchdog() {
         .try_iter()
         .any(|e| matches!(e, Event::WatchdogExpired { .. })));
     assert_eq!(h.status().watchdog_expiries, 1);
+    assert!(dev.wait(Duration::from_secs(2), |s| s.rta_err.is_some()));
+    assert_eq!(
+        dev.seen().rta_err.unwrap().to_bytes(),
+        [0xCF, 0x81, 0xFD, 0x05]
+    );
 }
 
 #[test]

@@ -104,6 +104,7 @@ struct Ar {
 pub struct FakeDevice {
     pub seen: Arc<Mutex<Seen>>,
     stop: Arc<AtomicBool>,
+    silent: Arc<AtomicBool>,
     ar: Arc<Mutex<Option<Ar>>>,
     inputs: Arc<Mutex<Vec<u8>>>,
     sock: Arc<RawSocket>,
@@ -128,11 +129,19 @@ impl FakeDevice {
     pub fn start(ifname: &str, cfg: FakeConfig) -> FakeDevice {
         let info = InterfaceInfo::lookup(ifname).expect("interface");
         let sock = Arc::new(RawSocket::open(&info).expect("raw socket"));
-        let udp = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 34964)).expect("udp");
+        // A previous fake in this namespace may still be closing its socket: retry briefly.
+        let udp = (0..100)
+            .find_map(|_| {
+                UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 34964))
+                    .map_err(|_| std::thread::sleep(StdDuration::from_millis(20)))
+                    .ok()
+            })
+            .expect("udp 34964");
         udp.set_read_timeout(Some(StdDuration::from_millis(20)))
             .unwrap();
         let seen = Arc::new(Mutex::new(Seen::default()));
         let stop = Arc::new(AtomicBool::new(false));
+        let silent = Arc::new(AtomicBool::new(false));
         let ar: Arc<Mutex<Option<Ar>>> = Arc::new(Mutex::new(None));
         let inputs = Arc::new(Mutex::new(vec![0u8; 40]));
         let mac = info.mac;
@@ -308,12 +317,13 @@ impl FakeDevice {
         }
         // Cyclic send + watchdog.
         {
-            let (sock, seen, stop, ar, inputs) = (
+            let (sock, seen, stop, ar, inputs, silent) = (
                 sock.clone(),
                 seen.clone(),
                 stop.clone(),
                 ar.clone(),
                 inputs.clone(),
+                silent.clone(),
             );
             threads.push(std::thread::spawn(move || {
                 let mut frame = vec![0u8; 1600];
@@ -330,7 +340,9 @@ impl FakeDevice {
                     let mut c_sdu = inputs.lock().unwrap().clone();
                     c_sdu.resize(a.input_len, 0x80);
                     if let Ok(Some(n)) = a.provider.poll_send(now, &c_sdu, &mut frame) {
-                        let _ = sock.send(&frame[..n]);
+                        if !silent.load(Ordering::Relaxed) {
+                            let _ = sock.send(&frame[..n]);
+                        }
                     }
                     a.alarm.poll(now);
                     flush_alarm(&sock, mac, a);
@@ -549,12 +561,18 @@ impl FakeDevice {
         FakeDevice {
             seen,
             stop,
+            silent,
             ar,
             inputs,
             sock,
             mac,
             threads,
         }
+    }
+
+    /// Stop sending cyclic frames (everything else keeps running).
+    pub fn go_silent(&self) {
+        self.silent.store(true, Ordering::Relaxed);
     }
 
     pub fn mac(&self) -> MacAddr {
