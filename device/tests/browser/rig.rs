@@ -167,6 +167,8 @@ pub struct Lab {
     pub xml: PathBuf,
     pub daemon: Option<Child>,
     pub controllers: Vec<Child>,
+    /// Data-hold (and watchdog) factor of the controller's IOCRs (default 3: 12 ms at 4 ms).
+    pub data_hold_factor: u16,
 }
 
 impl Lab {
@@ -206,6 +208,7 @@ impl Lab {
             xml,
             daemon: None,
             controllers: Vec::new(),
+            data_hold_factor: 3,
         }
     }
 
@@ -312,7 +315,7 @@ impl Lab {
     }
 
     /// Start `pn-controller connect-and-run` in the controller namespace for `secs` seconds
-    /// (4 ms cycle: send clock 1 ms x reduction ratio 4, data-hold factor 3). `release`: release
+    /// (4 ms cycle: send clock 1 ms x reduction ratio 4, [`Lab::data_hold_factor`]). `release`: release
     /// the AR at the end, else just stop sending (the device's watchdog ends the AR).
     pub fn controller(&mut self, outputs_hex: &str, secs: f64, release: bool) {
         let out = std::fs::File::create(
@@ -325,7 +328,8 @@ impl Lab {
             .arg(&self.xml)
             .args(["--ip", &DEV_IP.to_string()])
             .args(["--send-clock-ms", "1", "--reduction-ratio", "4"])
-            .args(["--data-hold-factor", "3", "--rt-priority", "40"])
+            .args(["--data-hold-factor", &self.data_hold_factor.to_string()])
+            .args(["--rt-priority", "40"])
             .args(["--refresh-ms", "200", "--outputs", outputs_hex])
             .args(["--duration", &secs.to_string()]);
         if !release {
@@ -410,8 +414,10 @@ fn merge(a: &mut Value, b: Value) {
 }
 
 fn chown_r(p: &Path, uid: u32, gid: u32) {
-    std::os::unix::fs::chown(p, Some(uid), Some(gid)).expect("chown");
-    if p.is_dir() {
+    // lchown: never follow links (the browser profile holds dangling lock links).
+    std::os::unix::fs::lchown(p, Some(uid), Some(gid))
+        .unwrap_or_else(|e| panic!("chown {}: {e}", p.display()));
+    if std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()) {
         for e in std::fs::read_dir(p).expect("read_dir").flatten() {
             chown_r(&e.path(), uid, gid);
         }
