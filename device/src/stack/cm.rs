@@ -841,8 +841,23 @@ impl Cm {
                     &[],
                 ) {
                     Ok(p) => p,
-                    Err(st) => return (st, Vec::new()),
+                    Err(st) => {
+                        tracing::warn!(
+                            controller = %arb.cm_initiator_station_name,
+                            "connect rejected: PNIO status {st} (the controller's IO CR timing or \
+                             expected modules do not fit this device's configuration)"
+                        );
+                        return (st, Vec::new());
+                    }
                 };
+                if !plan.wrong.is_empty() {
+                    tracing::warn!(
+                        controller = %arb.cm_initiator_station_name,
+                        "module mismatch: the controller expects other modules at (slot, subslot) \
+                         {:?} than the configuration has; those submodules get no data",
+                        plan.wrong
+                    );
+                }
                 let Some(acr) = c.alarm_cr else {
                     return (
                         connect_error(err1::CMRPC, cmrpc::WRONG_BLOCK_COUNT),
