@@ -836,7 +836,29 @@ impl WriteRequest {
         Ok(req)
     }
 
+    /// Padding after the LAST record of a MultipleWrite: some senders pad it to 4 bytes too
+    /// and count it in the outer RecordDataLength. `parse` accepts that, so `emit` reproduces
+    /// it when the outer length says so (found by fuzzing: parse/emit asymmetry).
+    fn trailing_pad(&self) -> usize {
+        match &self.body {
+            WriteBody::Multiple(recs) => {
+                let p = recs.last().map_or(0, |r| pad4(r.data.len()));
+                let padded = self.unpadded_body_len().saturating_add(p);
+                if p > 0 && len_usize(self.header.record_data_length).ok() == Some(padded) {
+                    p
+                } else {
+                    0
+                }
+            }
+            WriteBody::Single(_) => 0,
+        }
+    }
+
     fn body_len(&self) -> usize {
+        self.unpadded_body_len() + self.trailing_pad()
+    }
+
+    fn unpadded_body_len(&self) -> usize {
         match &self.body {
             WriteBody::Single(d) => d.len(),
             WriteBody::Multiple(recs) => {
@@ -927,6 +949,8 @@ impl WriteRequest {
                     w.bytes(&r.data);
                     if i + 1 < n {
                         w.zeros(pad4(r.data.len()));
+                    } else {
+                        w.zeros(self.trailing_pad());
                     }
                 }
             }
@@ -1150,6 +1174,34 @@ mod tests {
         assert_eq!(b.len(), 64 + 141);
         assert_eq!(&b[64 + 64 + 6..64 + 64 + 8], &[0, 0]);
         assert_eq!(WriteRequest::parse(&b).unwrap(), req);
+    }
+
+    /// Regression (fuzz target `pnio_request`): a MultipleWrite whose last record is also
+    /// padded to 4 bytes, counted in the outer RecordDataLength, parsed but failed to emit
+    /// ("RecordDataLength does not match the data"). It must round-trip byte-exactly.
+    #[test]
+    fn multiple_write_with_padded_last_record_round_trips() {
+        let rec = |seq, idx, n: usize| WriteRecord {
+            header: WriteReqHeaderRepr {
+                seq_number: seq,
+                ar_uuid: AR,
+                address: RecordAddress::new(0, 1, 1, idx),
+                record_data_length: n as u32,
+            },
+            data: vec![0xAB; n],
+        };
+        let req = WriteRequest::multiple(9, AR, vec![rec(10, 1, 6), rec(11, 2, 5)]).unwrap();
+        let mut b = req.to_bytes().unwrap();
+        // Pad the last record too and count the padding in the outer length.
+        b.extend_from_slice(&[0, 0, 0]);
+        b[36..40].copy_from_slice(&144u32.to_be_bytes());
+        let parsed = WriteRequest::parse(&b).unwrap();
+        assert_eq!(parsed.header.record_data_length, 144);
+        assert_eq!(parsed.records().len(), 2);
+        assert_eq!(parsed.buffer_len(), b.len());
+        assert_eq!(parsed.to_bytes().unwrap(), b);
+        // Built with the constructor: still no padding after the last record.
+        assert_eq!(req.to_bytes().unwrap().len(), 64 + 141);
     }
 
     #[test]
