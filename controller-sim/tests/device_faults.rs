@@ -411,6 +411,47 @@ fn records_im_read_write_and_implicit_read() {
             .as_str()
             .is_some_and(|s| s.trim_end() == "pump 3")
     });
+    // I&M2..4 as well: written, shown by the API, read back.
+    use pn_protocol::wire::pnio::im::{Im2, Im3, Im4};
+    let mut sig = [0u8; 54];
+    sig[..4].copy_from_slice(&[0xDE, 0xAD, 0xBE, 0xEF]);
+    h.write_im(
+        0,
+        1,
+        &ImRecord::Im2(Im2 {
+            date: "2026-11-23 18:30".into(),
+        }),
+    )
+    .unwrap();
+    h.write_im(
+        0,
+        1,
+        &ImRecord::Im3(Im3 {
+            descriptor: "controller test".into(),
+        }),
+    )
+    .unwrap();
+    h.write_im(0, 1, &ImRecord::Im4(Im4 { signature: sig }))
+        .unwrap();
+    rig.wait("I&M2-4 in the API", Duration::from_secs(2), || {
+        let im = rig.http("GET", "/api/im", None);
+        im["im2Date"]
+            .as_str()
+            .is_some_and(|s| s.trim_end() == "2026-11-23 18:30")
+            && im["im3Descriptor"]
+                .as_str()
+                .is_some_and(|s| s.trim_end() == "controller test")
+            && im["im4SignatureHex"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("deadbeef"))
+    });
+    assert!(
+        matches!(h.read_im(0, 1, 2).unwrap(), ImRecord::Im2(ref r) if r.date == "2026-11-23 18:30")
+    );
+    assert!(
+        matches!(h.read_im(0, 1, 3).unwrap(), ImRecord::Im3(ref r) if r.descriptor.trim_end() == "controller test")
+    );
+    assert!(matches!(h.read_im(0, 1, 4).unwrap(), ImRecord::Im4(ref r) if r.signature == sig));
     match h.read_im(0, 1, 1).unwrap() {
         ImRecord::Im1(r) => assert_eq!(r.tag_location.trim_end(), "hall b"),
         other => panic!("{other:?}"),
