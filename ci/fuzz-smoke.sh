@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# Short fuzzing run of every pn-protocol cargo-fuzz target (the "short run in CI").
+# Short fuzzing run of every cargo-fuzz target (the "short run in CI"): first the pn-protocol
+# decoders (protocol/fuzz), then the pn-device parsers (device/fuzz).
 #
 # Usage: ci/fuzz-smoke.sh [SECONDS_PER_TARGET] [TARGET...]
-#   SECONDS_PER_TARGET defaults to 20; TARGETs default to every target of protocol/fuzz.
-# Env:  FUZZ_KEEP_GOING=1 run the remaining targets after a failing one
-#       FUZZ_LOG_DIR  where per-target libFuzzer logs go (default: a temp dir, printed)
-#       FUZZ_WORK_DIR where new corpus entries go (default: a temp dir); the committed seed
-#                     corpus protocol/fuzz/corpus/<target> is only read, never written.
+#   SECONDS_PER_TARGET defaults to 20. TARGETs default to every target of every project;
+#   named TARGETs are looked up in FUZZ_DIR (default protocol/fuzz).
+# Env:  FUZZ_DIR        one cargo-fuzz project to run (default: protocol/fuzz and device/fuzz)
+#       FUZZ_KEEP_GOING=1 run the remaining targets after a failing one
+#       FUZZ_LOG_DIR    where per-target libFuzzer logs go (default: a temp dir, printed)
+#       FUZZ_WORK_DIR   where new corpus entries go (default: a temp dir); the committed seed
+#                       corpus <project>/corpus/<target> is only read, never written.
 # Needs a stable toolchain only: RUSTC_BOOTSTRAP=1 lets cargo-fuzz pass its nightly flags.
-# Exits non-zero on the first target that crashes, leaks or times out (artifact path printed).
+# Exits non-zero when a target crashes, leaks or times out (the artifact path is printed).
 set -euo pipefail
 
 secs="${1:-20}"
 shift || true
 root="$(cd "$(dirname "$0")/.." && pwd)"
-fuzz_dir="$root/protocol/fuzz"
 export PATH="$HOME/.cargo/bin:$PATH"
 export RUSTC_BOOTSTRAP=1
 
@@ -23,41 +25,48 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked || cargo install cargo-fuzz
 fi
 
-cd "$fuzz_dir"
-if [ "$#" -gt 0 ]; then
-    targets=("$@")
+if [ -n "${FUZZ_DIR:-}" ] || [ "$#" -gt 0 ]; then
+    projects=("${FUZZ_DIR:-$root/protocol/fuzz}")
 else
-    mapfile -t targets < <(cargo fuzz list)
+    projects=("$root/protocol/fuzz" "$root/device/fuzz")
 fi
 log_dir="${FUZZ_LOG_DIR:-$(mktemp -d -t pn-fuzz-logs.XXXXXX)}"
 work_dir="${FUZZ_WORK_DIR:-$(mktemp -d -t pn-fuzz-work.XXXXXX)}"
 mkdir -p "$log_dir" "$work_dir"
 echo "logs: $log_dir"
 
-# -a: debug assertions and overflow checks on (the decoders must not overflow either).
-cargo fuzz build -a
-
 status=0
-for t in "${targets[@]}"; do
-    mkdir -p "$work_dir/$t" "corpus/$t"
-    start=$(date +%s)
-    if cargo fuzz run -a "$t" "$work_dir/$t" "corpus/$t" -- \
-        -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
-        >"$log_dir/$t.log" 2>&1; then
-        res=ok
+for project in "${projects[@]}"; do
+    cd "$project"
+    if [ "$#" -gt 0 ]; then
+        targets=("$@")
     else
-        res=FAILED
-        status=1
+        mapfile -t targets < <(cargo fuzz list)
     fi
-    end=$(date +%s)
-    runs=$(grep -Eo '^Done [0-9]+ runs in [0-9]+ second' "$log_dir/$t.log" | tail -1 || true)
-    cov=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log_dir/$t.log" | tail -1 || true)
-    echo "$t: $res, $((end - start)) s wall; $runs; $cov"
-    if [ "$res" = FAILED ]; then
-        grep -E 'panicked at|ERROR: libFuzzer|Test unit written to|SUMMARY' "$log_dir/$t.log" | head -20
-        [ -n "${FUZZ_KEEP_GOING:-}" ] && continue
-        grep -E 'panicked at|ERROR: libFuzzer|Test unit written to|SUMMARY' "$log_dir/$t.log" | head -20
-        break
-    fi
+    # -a: debug assertions and overflow checks on (the decoders must not overflow either).
+    cargo fuzz build -a
+    for t in "${targets[@]}"; do
+        mkdir -p "$work_dir/$t" "corpus/$t"
+        start=$(date +%s)
+        if cargo fuzz run -a "$t" "$work_dir/$t" "corpus/$t" -- \
+            -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+            >"$log_dir/$t.log" 2>&1; then
+            res=ok
+        else
+            res=FAILED
+            status=1
+        fi
+        end=$(date +%s)
+        runs=$(grep -Eo '^Done [0-9]+ runs in [0-9]+ second' "$log_dir/$t.log" | tail -1 || true)
+        cov=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log_dir/$t.log" | tail -1 || true)
+        echo "$t: $res, $((end - start)) s wall; $runs; $cov"
+        if [ "$res" = FAILED ]; then
+            grep -E 'panicked at|ERROR: libFuzzer|Test unit written to|SUMMARY' "$log_dir/$t.log" \
+                | head -20 || true
+            if [ -z "${FUZZ_KEEP_GOING:-}" ]; then
+                exit "$status"
+            fi
+        fi
+    done
 done
 exit "$status"
