@@ -41,6 +41,12 @@ pub struct CaseResult {
     pub controller_watchdog_expiries: u64,
     pub device_missed_ticks: i64,
     pub ar_state_after: String,
+    /// AR aborts during the measurement (time after start, state) and reconnects.
+    pub ar_aborts: Vec<String>,
+    /// Seconds actually measured.
+    pub measured_s: f64,
+    /// Start of the measurement, CLOCK_REALTIME ns.
+    pub t0_realtime_ns: u64,
     pub device_cpu_pct: Option<f64>,
     pub cyclic_thread_cpu_pct: Option<f64>,
     pub rx_thread_cpu_pct: Option<f64>,
@@ -101,7 +107,32 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
     let t_rx0 = rx_path.as_deref().and_then(raw::cpu_ticks);
     let t_bare0 = bare_path.as_deref().and_then(raw::cpu_ticks);
     let t0 = raw::mono_ns();
-    nap(Duration::from_secs(case.seconds));
+    let rt0 = raw::realtime_ns();
+    // Watch the AR: after an abort (watchdog), note when and reconnect, so a long run goes on.
+    let mut aborts: Vec<String> = Vec::new();
+    let mut ar = ar;
+    let mut ctl_exp = 0u64;
+    let mut exp_base = s0.watchdog_expiries;
+    let end = t0 + case.seconds * 1_000_000_000;
+    while raw::mono_ns() < end && !stopped() {
+        nap(Duration::from_millis(100));
+        let st = ar.state();
+        if st != pn_controller::ArState::DataExchange {
+            aborts.push(format!(
+                "{:.1} s: {st:?}",
+                (raw::realtime_ns() - rt0) as f64 / 1e9
+            ));
+            ctl_exp += ar.status().watchdog_expiries.saturating_sub(exp_base);
+            exp_base = 0;
+            match rig.connect(case.period_us, dhf) {
+                Ok(h) => ar = h,
+                Err(e) => {
+                    aborts.push(format!("reconnect failed: {e}"));
+                    break;
+                }
+            }
+        }
+    }
     let secs = (raw::mono_ns() - t0) as f64 / 1e9;
     let t_dev1 = raw::cpu_ticks(&dev_path);
     let t_cyc1 = cyc_path.as_deref().and_then(raw::cpu_ticks);
@@ -110,6 +141,7 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
     let recs = rig.rec().take();
     let d1 = rig.diag();
     let s1 = ar.status();
+    ctl_exp += s1.watchdog_expiries.saturating_sub(exp_base);
     let rss = raw::vm_rss_kb(rig.dev_pid);
     drop(_load);
     let bare_report = bare.finish(Duration::from_secs(4)).trim().to_string();
@@ -134,9 +166,12 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
         controller,
         bare: barest,
         device_watchdog_trips: counter(&d1, "watchdogTrips") - counter(&d0, "watchdogTrips"),
-        controller_watchdog_expiries: s1.watchdog_expiries.saturating_sub(s0.watchdog_expiries),
+        controller_watchdog_expiries: ctl_exp,
         device_missed_ticks: counter(&d1, "stackMissedTicks") - counter(&d0, "stackMissedTicks"),
         ar_state_after: format!("{:?}", ar.state()),
+        ar_aborts: aborts,
+        measured_s: secs,
+        t0_realtime_ns: rt0,
         device_cpu_pct: cpu_pct(t_dev0, t_dev1, secs),
         cyclic_thread_cpu_pct: cpu_pct(t_cyc0, t_cyc1, secs),
         rx_thread_cpu_pct: cpu_pct(t_rx0, t_rx1, secs),
@@ -234,11 +269,12 @@ pub fn verdict(r: &CaseResult, max_ratio: f64) -> String {
     let ratio_ok = r.ratio_dev_p99 <= max_ratio;
     let gaps_ok = r.device.gaps_over_3 <= r.bare.gaps_over_3;
     format!(
-        "{} us {} hires={} http={}: |dev| p99 {:.1} us vs bare {:.1} us = {:.2}x (target <= {max_ratio}x: {}); gaps>3 cycles device {} vs bare {} ({}); watchdog trips device {} controller {}; missed cycles device {} bare {}; recorder drops {}",
+        "{} us {} hires={} http={} ({:.0} s): |dev| p99 {:.1} us vs bare {:.1} us = {:.2}x (target <= {max_ratio}x: {}); gaps>3 cycles device {} vs bare {} ({}); watchdog trips device {} controller {}; missed cycles device {} bare {}; recorder drops {}",
         r.case.period_us,
         if r.case.load_threads > 0 { "loaded" } else { "idle" },
         r.case.hires,
         r.case.http_conns,
+        r.measured_s,
         r.device.dev_p99,
         r.bare.dev_p99,
         r.ratio_dev_p99,
@@ -251,5 +287,15 @@ pub fn verdict(r: &CaseResult, max_ratio: f64) -> String {
         r.device.missed_cycles,
         r.bare.missed_cycles,
         r.recorder_drops,
-    )
+    ) + &if r.ar_aborts.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; AR aborts (reconnected): {}; longest gaps at device +{:.3} s, controller +{:.3} s, bare +{:.3} s",
+            r.ar_aborts.join(", "),
+            r.device.max_at_ns.saturating_sub(r.t0_realtime_ns) as f64 / 1e9,
+            r.controller.max_at_ns.saturating_sub(r.t0_realtime_ns) as f64 / 1e9,
+            r.bare.max_at_ns.saturating_sub(r.t0_realtime_ns) as f64 / 1e9,
+        )
+    }
 }

@@ -27,6 +27,9 @@ pub struct LatencyResult {
     pub from_response: (f64, f64, f64),
     pub http_roundtrip: (f64, f64, f64),
     pub not_delivered: usize,
+    /// AR aborts (watchdog) during the write series, reconnected.
+    pub reconnects: usize,
+    pub dhf: u16,
     pub connects: usize,
     pub startup_ms: (f64, f64, f64),
     pub startup_samples: Vec<f64>,
@@ -36,20 +39,31 @@ pub struct LatencyResult {
 pub fn run(opts: &Opts) -> Result<(), String> {
     let period_us: u64 = opts.num("period-us", 1000)?;
     let writes: usize = opts.num("writes", 200)?;
+    let dhf: u16 = opts.num("dhf", 3)?;
     let connects: usize = opts.num("connects", 20)?;
     println!("machine: {}", raw::machine());
     let loadavg_before = raw::loadavg1();
     let mut rig = Rig::start(true)?;
-    rig.connect(period_us, 3)?;
+    rig.connect(period_us, dhf)?;
     nap(Duration::from_millis(300));
     rig.rec().clear();
 
     // Write-to-wire.
     let mut marks = Vec::new();
     let mut not_delivered = 0;
+    let mut reconnects = 0usize;
     for i in 0..writes {
         if stopped() {
             return Err("interrupted".into());
+        }
+        if rig
+            .ar
+            .as_ref()
+            .map_or(true, |a| a.state() != pn_controller::ArState::DataExchange)
+        {
+            reconnects += 1;
+            rig.connect(period_us, dhf)?;
+            nap(Duration::from_millis(100));
         }
         let v: u32 = 0xA500_0000 | (i as u32 & 0x00FF_FFFF);
         let hex = format!("{v:08x}");
@@ -103,7 +117,7 @@ pub fn run(opts: &Opts) -> Result<(), String> {
         rig.disconnect();
         nap(Duration::from_millis(300));
         rig.rec().clear();
-        rig.connect(period_us, 3)?;
+        rig.connect(period_us, dhf)?;
         nap(Duration::from_millis(100));
         let recs = rig.rec().take();
         let Some(c) = recs.iter().find(|r| r.kind == Kind::RpcOut(0)) else {
@@ -128,6 +142,8 @@ pub fn run(opts: &Opts) -> Result<(), String> {
         from_response: s3(&from_resp),
         http_roundtrip: s3(&rtt),
         not_delivered,
+        reconnects,
+        dhf,
         connects,
         startup_ms: s3(&startup),
         startup_samples: startup.clone(),
@@ -161,12 +177,14 @@ pub fn run(opts: &Opts) -> Result<(), String> {
     );
     let limit = period_us as f64 + 100.0;
     println!(
-        "write-to-wire target p99 <= {limit:.0} us (one cycle + 100 us): from the response {} ({:.1} us), from the request {} ({:.1} us); writes not delivered: {}",
+        "write-to-wire target p99 <= {limit:.0} us (one cycle + 100 us): from the response {} ({:.1} us), from the request {} ({:.1} us); writes not delivered: {}, AR reconnects {} (DataHoldFactor {})",
         if r.from_response.1 <= limit { "MET" } else { "MISSED" },
         r.from_response.1,
         if r.from_request.1 <= limit { "MET" } else { "MISSED" },
         r.from_request.1,
-        r.not_delivered
+        r.not_delivered,
+        r.reconnects,
+        r.dhf
     );
     println!(
         "start-up target <= 5 ms: {} (p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms over {} connects)",

@@ -22,6 +22,8 @@ pub struct IntervalStats {
     pub gaps_over_3: u64,
     /// Intervals shorter than half a period (bursts / catch-up frames).
     pub short_intervals: u64,
+    /// Start of the longest interval, CLOCK_REALTIME ns (to line streams up).
+    pub max_at_ns: u64,
 }
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
@@ -44,7 +46,12 @@ pub fn intervals(ts: &[u64], period_ns: u64) -> IntervalStats {
         period_us: period / 1000.0,
         ..Default::default()
     };
+    let mut longest = 0u64;
     for w in t.windows(2) {
+        if w[1] - w[0] > longest {
+            longest = w[1] - w[0];
+            st.max_at_ns = w[0];
+        }
         let d = (w[1] - w[0]) as f64;
         iv.push(d / 1000.0);
         dev.push((d - period).abs() / 1000.0);
