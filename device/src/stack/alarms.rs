@@ -48,6 +48,8 @@ pub struct AlarmCr {
     eth_high: EthernetRepr,
     eth_low: EthernetRepr,
     seq: u16,
+    /// The controller's LocalAlarmReference: the AlarmSrcEndpoint of its RTA-PDUs.
+    remote_ref: u16,
 }
 
 impl AlarmCr {
@@ -81,6 +83,7 @@ impl AlarmCr {
             eth_high: eth(VlanTag::RT_ALARM_HIGH),
             eth_low: eth(VlanTag::RT_ALARM_LOW),
             seq: 0,
+            remote_ref,
         }
     }
 
@@ -131,7 +134,15 @@ impl AlarmCr {
     }
 
     /// Handle an RTA frame (`frame_id` 0xFC01/0xFE01, `pdu` = bytes after the FrameID).
+    ///
+    /// Our own alarm reference is the same for every AR, so the AlarmSrcEndpoint (bytes 2..4)
+    /// is what tells this AR's RTA-PDUs from those of an earlier AR of the same controller
+    /// (e.g. the ERR-RTA of an AR it aborted just before connecting again): PDUs from another
+    /// source endpoint are ignored.
     pub fn handle(&mut self, frame_id: u16, pdu: &[u8], now: Instant) {
+        if pdu.get(2..4) != Some(&self.remote_ref.to_be_bytes()[..]) {
+            return;
+        }
         let m = if frame_id == pn_protocol::wire::rta::FRAME_ID_ALARM_HIGH {
             &mut self.high
         } else {
