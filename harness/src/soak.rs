@@ -7,7 +7,8 @@
 //!
 //! * [`Rig::flap_round`]: cable pull at a random moment, Q writes during the outage, every
 //!   final value delivered after recovery;
-//! * [`Rig::netem_burst`]: loss/delay/duplication on the device's link;
+//! * [`Rig::loss_burst`]: patterns of lost device frames (tc u32 + mirred: this kernel has no
+//!   netem);
 //! * [`Rig::crash_controller`]: the controller vanishes without Release (its process died) and a
 //!   new one connects;
 //! * [`Rig::kill_device`]: SIGKILL of the daemon (optionally during persistence writes) and a
@@ -88,7 +89,8 @@ pub struct Counters {
     /// Times the controller saw the Q sequence go backwards (an old value after a newer one).
     pub backwards: u64,
     pub link_flaps: u64,
-    pub netem_bursts: u64,
+    /// Bursts of lost device frames (1, 2 or 4 consecutive of every 8).
+    pub loss_bursts: u64,
     pub controller_crashes: u64,
     pub device_kills: u64,
     pub floods: u64,
@@ -567,25 +569,22 @@ impl Rig {
         self.harvest(c)
     }
 
-    /// Impair the device's link for `dur` with netem, then remove it; the AR may end (when
-    /// the data-hold time runs out) and must come back. Returns the controller watchdog
-    /// expiries seen during the burst.
-    pub fn netem_burst(
+    /// Lose device frames for `dur` with a CycleCounter pattern (see [`Rig::drop_pattern`]),
+    /// then stop; the AR may end (when the data-hold time runs out) and must come back (the
+    /// PLC reconnects). Returns the ARs that ended during the burst.
+    pub fn loss_burst(
         &mut self,
-        loss_pct: f64,
-        delay_ms: u64,
-        duplicate_pct: f64,
+        mask: u16,
         dur: Duration,
         c: &mut Counters,
     ) -> Result<u64, String> {
         self.ensure_connected(Duration::from_secs(20), c)?;
         let cur = |r: &Rig| r.ar().map_or(0, |a| a.status().watchdog_expiries);
         let base = c.controller_watchdog_expiries + cur(self);
-        self.lab.netem(loss_pct, delay_ms, duplicate_pct)?;
-        c.netem_bursts += 1;
+        self.drop_pattern(mask, 0)?;
+        c.loss_bursts += 1;
         let end = Instant::now() + dur;
         while Instant::now() < end {
-            // The PLC reconnects whenever the AR ended.
             if !self
                 .ar()
                 .is_some_and(|a| a.state() == ArState::DataExchange)
@@ -597,12 +596,90 @@ impl Rig {
             std::thread::sleep(Duration::from_millis(5));
         }
         let expiries = (c.controller_watchdog_expiries + cur(self)).saturating_sub(base);
-        self.lab.netem(0.0, 0, 0.0)?;
+        self.clear_impairment()?;
         self.ensure_connected(Duration::from_secs(20), c)?;
         self.write_and_check(c)?;
         c.rounds += 1;
         self.harvest(c)?;
         Ok(expiries)
+    }
+
+    /// Drop the device's cyclic frames whose CycleCounter matches `value` under `mask` on the
+    /// device's egress (tc clsact + u32 + mirred redirect into an unconnected veth: this
+    /// kernel has no sch_netem and no gact/police actions). The CycleCounter advances by
+    /// SendClockFactor x ReductionRatio (= 128 at 4 ms) per frame, so `mask 0x0380 value 0`
+    /// drops 1 frame of every 8, `0x0300` 2 consecutive of 8, `0x0200` 4 consecutive of 8.
+    pub fn drop_pattern(&self, mask: u16, value: u16) -> Result<(), String> {
+        self.clear_impairment()?;
+        let ar = self.ar().ok_or("no AR")?;
+        let c_sdu = ar.layout().input.data_length as usize;
+        let fid = ar.status().input_frame_id;
+        let ns = &self.lab.ns_dev;
+        let a = self.lab.nic().to_string();
+        let sink = self.sink_name();
+        if ns.exec_ok(&["ip", "link", "show", &sink]).is_err() {
+            let peer = format!("{sink}p");
+            ns.exec_ok(&[
+                "ip", "link", "add", &sink, "type", "veth", "peer", "name", &peer,
+            ])?;
+            ns.exec_ok(&["ip", "link", "set", &sink, "up"])?;
+            ns.exec_ok(&["ip", "link", "set", &peer, "up"])?;
+        }
+        ns.exec_ok(&["tc", "qdisc", "add", "dev", &a, "clsact"])?;
+        let val = format!("{value:#06x}");
+        let msk = format!("{mask:#06x}");
+        let fid = format!("{fid:#06x}");
+        // The u32 offsets count from the network header: right after the EtherType, i.e. at
+        // the VLAN TCI of a tagged frame, at the FrameID of an untagged one.
+        for (prio, rule) in [
+            (
+                "1",
+                vec![
+                    "match", "u16", "0x8892", "0xffff", "at", "2", "match", "u16", &fid, "0xffff",
+                    "at", "4",
+                ],
+            ),
+            ("2", vec!["match", "u16", &fid, "0xffff", "at", "0"]),
+        ] {
+            let cc_at = if prio == "1" {
+                4 + 2 + c_sdu
+            } else {
+                2 + c_sdu
+            }
+            .to_string();
+            let mut argv = vec![
+                "tc", "filter", "add", "dev", &a, "egress", "protocol", "all", "prio", prio, "u32",
+            ];
+            argv.extend(rule);
+            argv.extend(["match", "u16", &val, &msk, "at", &cc_at]);
+            argv.extend(["action", "mirred", "egress", "redirect", "dev", &sink]);
+            ns.exec_ok(&argv)?;
+        }
+        Ok(())
+    }
+
+    fn sink_name(&self) -> String {
+        format!("rs{}", self.lab.nic().trim_start_matches("pla"))
+    }
+
+    /// Remove any impairment of the device's egress.
+    pub fn clear_impairment(&self) -> Result<(), String> {
+        let _ = self
+            .lab
+            .ns_dev
+            .exec_ok(&["tc", "qdisc", "del", "dev", self.lab.nic(), "clsact"]);
+        Ok(())
+    }
+
+    /// Frames the sink received (the frames the impairment dropped).
+    pub fn impairment_drops(&self) -> u64 {
+        let p = format!("{}p", self.sink_name());
+        self.lab
+            .ns_dev
+            .exec_ok(&["cat", &format!("/sys/class/net/{p}/statistics/rx_packets")])
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0)
     }
 
     /// The daemon's pid (from GET /api/info).
@@ -719,7 +796,6 @@ impl Rig {
                     sent += 1;
                 } else {
                     std::thread::yield_now();
-                    sent += 1;
                 }
             }
             Ok(sent)
@@ -963,7 +1039,7 @@ fn lldp_frame(src: [u8; 6], rng: &mut Rng) -> Vec<u8> {
 /// namespace (a SCHED_FIFO thread), for cycle jitter.
 pub struct CycleProbe {
     stop: Arc<AtomicBool>,
-    stamps: Arc<Mutex<Vec<u64>>>,
+    stamps: Arc<Mutex<Vec<(u64, u16)>>>,
     frames: Arc<AtomicU64>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -985,12 +1061,14 @@ pub struct Jitter {
 }
 
 impl CycleProbe {
-    /// Start recording frames from `dev_mac` with FrameID `frame_id` on `nic` inside `ns`.
+    /// Start recording frames from `dev_mac` with FrameID `frame_id` on `nic` inside `ns`:
+    /// (receive time in ns of CLOCK_MONOTONIC, CycleCounter read after `c_sdu_len` bytes).
     pub fn start(
         ns: &pn_testkit::netns::NetNs,
         nic: &str,
         dev_mac: [u8; 6],
         frame_id: u16,
+        c_sdu_len: usize,
     ) -> Result<CycleProbe, String> {
         let stop = Arc::new(AtomicBool::new(false));
         let stamps = Arc::new(Mutex::new(Vec::with_capacity(1 << 16)));
@@ -1037,8 +1115,12 @@ impl CycleProbe {
                     {
                         continue;
                     }
+                    let cc_at = off + 4 + c_sdu_len;
+                    let cc = f
+                        .get(cc_at..cc_at + 2)
+                        .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
                     f2.fetch_add(1, Ordering::Relaxed);
-                    st2.lock().unwrap_or_else(|p| p.into_inner()).push(t);
+                    st2.lock().unwrap_or_else(|p| p.into_inner()).push((t, cc));
                 }
             }
         });
@@ -1054,7 +1136,7 @@ impl CycleProbe {
     }
 
     /// Take the timestamps recorded so far (and start a new window).
-    pub fn take(&self) -> Vec<u64> {
+    pub fn take(&self) -> Vec<(u64, u16)> {
         std::mem::take(&mut *self.stamps.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
@@ -1121,7 +1203,7 @@ pub struct SoakOptions {
 }
 
 /// The long run: device and controller in data exchange, a random fault every round (link
-/// flap with writes, netem burst, controller crash, device SIGKILL, flood), writes checked
+/// flap with writes, frame-loss burst, controller crash, device SIGKILL, flood), writes checked
 /// between faults; counters at the end. Progress lines go to stderr.
 pub fn run(opts: &SoakOptions) -> Result<Counters, String> {
     let mut rng = Rng::new(opts.seed);
@@ -1142,17 +1224,9 @@ pub fn run(opts: &SoakOptions) -> Result<Counters, String> {
         let r = if pick < 45 {
             rig.flap_round(&mut rng, &mut c)
         } else if pick < 65 {
-            let loss = [2.0, 5.0, 10.0, 20.0][rng.range(0, 3) as usize];
-            let delay = rng.range(0, 2);
-            let dup = [0.0, 5.0, 20.0][rng.range(0, 2) as usize];
-            rig.netem_burst(
-                loss,
-                delay,
-                dup,
-                Duration::from_millis(rng.range(500, 3000)),
-                &mut c,
-            )
-            .map(|_| ())
+            let mask = [0x0380u16, 0x0300, 0x0200][rng.range(0, 2) as usize];
+            rig.loss_burst(mask, Duration::from_millis(rng.range(500, 3000)), &mut c)
+                .map(|_| ())
         } else if pick < 78 {
             rig.crash_controller(&mut rng, &mut c)
         } else if pick < 88 {
@@ -1204,7 +1278,7 @@ pub fn run(opts: &SoakOptions) -> Result<Counters, String> {
                 return Err("more than 50 failed rounds; stopping".into());
             }
             // Recover: whatever state, get back into data exchange.
-            let _ = rig.lab.netem(0.0, 0, 0.0);
+            let _ = rig.clear_impairment();
             let _ = rig.lab.set_link(true);
             if rig.device_pid().is_none() {
                 c.unexpected_device_exits += 1;
@@ -1221,14 +1295,14 @@ pub fn run(opts: &SoakOptions) -> Result<Counters, String> {
         if last_report.elapsed() > Duration::from_secs(60) {
             last_report = Instant::now();
             eprintln!(
-                "soak: {:>4} s  rounds {}  writes {}  lost {}  backwards {}  flaps {}  netem {}  ctl crashes {}  kills {}  floods {}  errors {}",
+                "soak: {:>4} s  rounds {}  writes {}  lost {}  backwards {}  flaps {}  loss {}  ctl crashes {}  kills {}  floods {}  errors {}",
                 t0.elapsed().as_secs(),
                 c.rounds,
                 c.writes,
                 c.lost_writes,
                 c.backwards,
                 c.link_flaps,
-                c.netem_bursts,
+                c.loss_bursts,
                 c.controller_crashes,
                 c.device_kills,
                 c.floods,
@@ -1300,8 +1374,8 @@ pub fn main(args: &[String]) -> std::process::ExitCode {
                     c.rounds, c.writes, c.lost_writes, c.backwards
                 );
                 println!(
-                    "faults: link flaps {}  netem bursts {}  controller crashes {}  device SIGKILLs {}  floods {}",
-                    c.link_flaps, c.netem_bursts, c.controller_crashes, c.device_kills, c.floods
+                    "faults: link flaps {}  loss bursts {}  controller crashes {}  device SIGKILLs {}  floods {}",
+                    c.link_flaps, c.loss_bursts, c.controller_crashes, c.device_kills, c.floods
                 );
                 println!(
                     "reconnects {} (failed attempts retried {})  watchdog: controller {} device {}",
