@@ -790,13 +790,9 @@ impl Shared {
             }
             AppReadyFault::Delay(d) => {
                 tracing::info!(?d, "fault injection: ApplicationReady response delayed");
-                let ar2 = ar.clone();
-                let me: *const Shared = self;
-                let _ = me;
                 std::thread::spawn(move || {
                     std::thread::sleep(d);
                     send();
-                    drop(ar2);
                 });
             }
             AppReadyFault::Normal => send(),
