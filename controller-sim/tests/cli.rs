@@ -209,6 +209,40 @@ fn connect_and_run_and_records_against_pn_device() {
     let o = cli(&rig.ctl_ns, &args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(json_lines(&o)[0]["dataHex"], hexdata);
+    // discover and implicit read (DCP to find the device, Read Implicit without an AR).
+    let o = cli(
+        &rig.ctl_ns,
+        &[
+            "-i",
+            i.as_str(),
+            "--json",
+            "discover",
+            "--delay-factor",
+            "5",
+        ],
+    );
+    let v = json_lines(&o);
+    assert_eq!(v[0][0]["nameOfStation"], common::device::STATION, "{v:?}");
+    let o = cli(
+        &rig.ctl_ns,
+        &[
+            "-i",
+            i.as_str(),
+            "--json",
+            "read-record",
+            "--station",
+            common::device::STATION,
+            "--index",
+            "0xAFF0",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json_lines(&o);
+    let raw = hex::decode(v[0]["dataHex"].as_str().unwrap()).unwrap();
+    assert!(matches!(
+        pn_protocol::wire::pnio::im::ImRecord::parse(&raw),
+        Ok(pn_protocol::wire::pnio::im::ImRecord::Im0(_))
+    ));
     assert_eq!(
         rig.http("GET", "/api/im", None)["im1TagFunction"]
             .as_str()
