@@ -458,10 +458,11 @@ impl Runtime {
             StackEvent::DcpNameAssigned { name, permanent } => {
                 info!("DCP station name '{name}' (permanent: {permanent})");
                 sh.master_station_name = name.clone();
-                if permanent {
-                    sh.remanent.station_name = Some(name);
-                    self.save(&mut sh);
-                }
+                // A temporary name replaces the stored one too: after a restart the device
+                // comes up with its configured name (p-net pf_cmina_dcp_set_ind, the
+                // reference a certified device follows; docs/decisions.md §13).
+                sh.remanent.station_name = permanent.then_some(name);
+                self.save(&mut sh);
             }
             StackEvent::DcpIpAssigned {
                 ip,
@@ -477,10 +478,8 @@ impl Runtime {
                     Ok(()) => format!("{ip}/{mask} gateway {gateway} applied"),
                     Err(e) => format!("cannot apply {ip}/{mask}: {e}"),
                 };
-                if permanent {
-                    sh.remanent.ip = Some(StoredIp { ip, mask, gateway });
-                    self.save(&mut sh);
-                }
+                sh.remanent.ip = permanent.then_some(StoredIp { ip, mask, gateway });
+                self.save(&mut sh);
             }
             StackEvent::DcpSignal => {
                 sh.alarms.raise(

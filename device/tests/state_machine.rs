@@ -476,8 +476,23 @@ fn sim_diag_and_timer_commands_reach_the_data_plane() {
     assert_eq!(diag["diagnoses"].as_array().unwrap().len(), 1);
 }
 
+/// Wait until the remanent file holds what `ok` accepts. Persisting runs right after the
+/// in-memory update an observer sees first (docs/decisions.md §13), so a test that kills the
+/// daemon must wait for the file, not for the API.
+fn wait_persisted(d: &common::Daemon, what: &str, ok: impl Fn(&serde_json::Value) -> bool) {
+    let path = d.path("persist/remanent.json");
+    wait_for(what, Duration::from_secs(5), || {
+        let v = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .unwrap_or(serde_json::Value::Null);
+        ok(&v).then_some(())
+    });
+}
+
 /// Issue item 7 + spec 2.1/2.7/2.8: station name and IP set permanently over DCP, I&M1 and a
-/// user record survive `kill -9`; temporary assignments do not; factory reset clears them.
+/// user record survive `kill -9`; temporary assignments do not (and erase the stored ones);
+/// factory reset clears them.
 #[test]
 fn sim_persistence_survives_kill9_and_factory_reset_clears() {
     if !root() {
@@ -522,6 +537,9 @@ fn sim_persistence_survives_kill9_and_factory_reset_clears() {
         (Some(1), Some(0x42), Some(3))
     );
     assert_eq!(r0["dataHex"], "010203");
+    wait_persisted(&d, "records persisted", |v| {
+        v["records"].as_array().is_some_and(|a| a.len() == 2) && v["stationName"] == "line-7-io"
+    });
     // kill -9 and restart with the same persistence directory
     d.kill9();
     d.spawn();
@@ -546,12 +564,23 @@ fn sim_persistence_survives_kill9_and_factory_reset_clears() {
     );
     let s = wait_for("ip not applied", Duration::from_secs(5), || {
         let s = d.status();
-        (s["dcpIpApplied"] == false).then_some(s)
+        (s["dcpIpApplied"] == false
+            && s["dcpIpApplyMessage"]
+                .as_str()
+                .is_some_and(|m| m.contains("10.9.9.9")))
+        .then_some(s)
     });
     assert!(s["dcpIpApplyMessage"].as_str().unwrap().contains("EPERM"));
+    wait_persisted(&d, "temporary assignments erased the stored ones", |v| {
+        v["stationName"].is_null() && v["ip"].is_null()
+    });
     d.kill9();
     d.spawn();
-    assert_eq!(d.status()["masterStationName"], "line-7-io");
+    // a temporary assignment also erased the stored permanent ones (p-net semantics,
+    // docs/decisions.md §13): the device comes up with its configured name and IP
+    let s = d.status();
+    assert_eq!(s["masterStationName"], "");
+    assert_eq!(s["masterAssignedIp"], "");
     // communication reset clears name/IP but keeps I&M and records
     let r = d.post("/api/reset", json!({"mode": "communication"}));
     assert_eq!(r["ok"], true);
@@ -582,10 +611,12 @@ fn sim_dcp_reset_to_factory_clears_remanent_data() {
     wait_for("name", Duration::from_secs(5), || {
         (d.status()["masterStationName"] == "keep-me").then_some(())
     });
+    wait_persisted(&d, "name persisted", |v| v["stationName"] == "keep-me");
     d.sim(json!({"event": "dcpResetToFactory", "qualifier": 8, "mode": "factory"}));
     wait_for("reset", Duration::from_secs(5), || {
         (d.status()["masterStationName"] == "").then_some(())
     });
+    wait_persisted(&d, "reset persisted", |v| v["stationName"].is_null());
     d.kill9();
     d.spawn();
     assert_eq!(d.status()["masterStationName"], "");
