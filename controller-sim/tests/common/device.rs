@@ -385,6 +385,10 @@ pub fn exchange(tag: &str, device_send_clock_ms: u16, scf: u16, rr: u16, dhf: u1
         let s = rig.status();
         s["state"] == "DataExchange" && s["connected"] == true
     });
+    // Both ends on one vCPU, so a hypervisor stall of a vCPU freezes both instead of looking
+    // like a silent peer (pn_testkit::cpu explains; the device's stack tests do the same).
+    pn_testkit::cpu::pin_process(rig.child.id(), pn_testkit::cpu::TEST_CPU);
+    pn_testkit::cpu::pin_self(pn_testkit::cpu::TEST_CPU);
     let trips0 = rig.counter("watchdogTrips");
     let t0 = Instant::now();
     let mut round: u8 = 0;

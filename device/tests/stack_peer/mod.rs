@@ -1091,43 +1091,16 @@ pub fn assert_capture_clean(frames: &[Vec<u8>], tag: &str, must: &[&str]) -> Str
 }
 
 /// The CPU both ends of a test share (see [`pin_process`]).
-pub const TEST_CPU: usize = 1;
+pub use pn_testkit::cpu::TEST_CPU;
 
-fn cpu_set(cpu: usize) -> libc::cpu_set_t {
-    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        set
-    }
-}
-
-/// Pin the calling thread to [`TEST_CPU`].
+/// Pin the calling thread to [`TEST_CPU`] (see `pn_testkit::cpu` for why).
 pub fn pin_self() {
-    let set = cpu_set(TEST_CPU);
-    // SAFETY: valid cpu_set_t for the calling thread.
-    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    pn_testkit::cpu::pin_current_thread(TEST_CPU);
 }
 
-/// Pin every thread of process `pid` (threads created later inherit it) to [`TEST_CPU`].
-///
-/// Why: this VM's hypervisor stalls a vCPU for 1.5-20 ms at times. With the device and the
-/// test controller on different vCPUs, a stall of one side's vCPU looks to the other like
-/// 10-20 ms of network silence, which a 12 ms data-hold time (4 ms x 3) cannot cover. A real
-/// controller runs on its own hardware; co-locating both ends of the test on one vCPU makes a
-/// stall freeze both, which the device counts as missed ticks, not as a silent controller.
+/// Pin every thread of process `pid` to [`TEST_CPU`] (see `pn_testkit::cpu` for why).
 pub fn pin_process(pid: i32) {
-    let set = cpu_set(TEST_CPU);
-    if let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/task")) {
-        for e in rd.flatten() {
-            if let Ok(tid) = e.file_name().to_string_lossy().parse::<i32>() {
-                // SAFETY: valid cpu_set_t; tid of a child process thread.
-                unsafe {
-                    libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set)
-                };
-            }
-        }
-    }
+    pn_testkit::cpu::pin_process(pid as u32, TEST_CPU);
 }
 
 /// SCHED_FIFO for the calling peer thread (the tests run as root), as a real controller's

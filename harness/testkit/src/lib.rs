@@ -9,6 +9,7 @@
 //! * [`netns`]: network namespaces and veth pairs, removed on drop, and running code inside one;
 //! * [`http`]: a tiny HTTP/1.1 client with raw control, for API tests (including bad requests).
 
+pub mod cpu;
 pub mod env;
 pub mod fixtures;
 pub mod http;
