@@ -10,7 +10,7 @@
 use super::raw;
 use super::recorder::Kind;
 use super::rig::{cpu_pct, wrk_non2xx, wrk_rps, CpuLoad, Rig};
-use super::stats::{intervals, IntervalStats};
+use super::stats::{gaps, intervals, unexplained, IntervalStats};
 use super::{nap, stopped};
 use serde::Serialize;
 use serde_json::Value as Json;
@@ -37,6 +37,9 @@ pub struct CaseResult {
     pub bare: IntervalStats,
     /// device |dev| p99 / bare |dev| p99.
     pub ratio_dev_p99: f64,
+    /// Device gaps longer than 3 cycles during which the bare sender had no gap (> 2 cycles).
+    pub device_unexplained_gaps: usize,
+    pub controller_unexplained_gaps: usize,
     pub device_watchdog_trips: i64,
     pub controller_watchdog_expiries: u64,
     pub device_missed_ticks: i64,
@@ -124,12 +127,25 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
             ));
             ctl_exp += ar.status().watchdog_expiries.saturating_sub(exp_base);
             exp_base = 0;
-            match rig.connect(case.period_us, dhf) {
-                Ok(h) => ar = h,
-                Err(e) => {
-                    aborts.push(format!("reconnect failed: {e}"));
-                    break;
+            // The device may still be tearing the old AR down: retry a few times.
+            let mut last_err = String::new();
+            let mut ok = false;
+            for _ in 0..10 {
+                match rig.connect(case.period_us, dhf) {
+                    Ok(h) => {
+                        ar = h;
+                        ok = true;
+                        break;
+                    }
+                    Err(e) => {
+                        last_err = e.lines().next().unwrap_or("").to_string();
+                        nap(Duration::from_millis(300));
+                    }
                 }
+            }
+            if !ok {
+                aborts.push(format!("reconnect failed: {last_err}"));
+                break;
             }
         }
     }
@@ -151,9 +167,19 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
     }
     let pick =
         |k: Kind| -> Vec<u64> { recs.iter().filter(|r| r.kind == k).map(|r| r.ts).collect() };
-    let device = intervals(&pick(Kind::DevCyclic), period_ns);
-    let controller = intervals(&pick(Kind::CtlCyclic), period_ns);
-    let barest = intervals(&pick(Kind::Bare), period_ns);
+    let (dev_ts, ctl_ts, bare_ts) = (
+        pick(Kind::DevCyclic),
+        pick(Kind::CtlCyclic),
+        pick(Kind::Bare),
+    );
+    let device = intervals(&dev_ts, period_ns);
+    let controller = intervals(&ctl_ts, period_ns);
+    let barest = intervals(&bare_ts, period_ns);
+    let bare_gaps = gaps(&bare_ts, period_ns, 2.0);
+    let device_unexplained_gaps =
+        unexplained(&gaps(&dev_ts, period_ns, 3.0), &bare_gaps, period_ns);
+    let controller_unexplained_gaps =
+        unexplained(&gaps(&ctl_ts, period_ns, 3.0), &bare_gaps, period_ns);
     let ratio = if barest.dev_p99 > 0.0 {
         device.dev_p99 / barest.dev_p99
     } else {
@@ -162,6 +188,8 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
     Ok(CaseResult {
         case: case.clone(),
         ratio_dev_p99: ratio,
+        device_unexplained_gaps,
+        controller_unexplained_gaps,
         device,
         controller,
         bare: barest,
@@ -269,7 +297,7 @@ pub fn verdict(r: &CaseResult, max_ratio: f64) -> String {
     let ratio_ok = r.ratio_dev_p99 <= max_ratio;
     let gaps_ok = r.device.gaps_over_3 <= r.bare.gaps_over_3;
     format!(
-        "{} us {} hires={} http={} ({:.0} s): |dev| p99 {:.1} us vs bare {:.1} us = {:.2}x (target <= {max_ratio}x: {}); gaps>3 cycles device {} vs bare {} ({}); watchdog trips device {} controller {}; missed cycles device {} bare {}; recorder drops {}",
+        "{} us {} hires={} http={} ({:.0} s): |dev| p99 {:.1} us vs bare {:.1} us = {:.2}x (target <= {max_ratio}x: {}); gaps>3 cycles device {} vs bare {} ({}), device gaps>3 without a bare gap at the same time: {}, controller: {}; watchdog trips device {} controller {}; missed cycles device {} bare {}; recorder drops {}",
         r.case.period_us,
         if r.case.load_threads > 0 { "loaded" } else { "idle" },
         r.case.hires,
@@ -282,6 +310,8 @@ pub fn verdict(r: &CaseResult, max_ratio: f64) -> String {
         r.device.gaps_over_3,
         r.bare.gaps_over_3,
         if gaps_ok { "MET" } else { "MISSED" },
+        r.device_unexplained_gaps,
+        r.controller_unexplained_gaps,
         r.device_watchdog_trips,
         r.controller_watchdog_expiries,
         r.device.missed_cycles,

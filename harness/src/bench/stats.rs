@@ -117,3 +117,45 @@ mod tests {
         assert_eq!(summary(&[]).3, 0);
     }
 }
+
+/// Intervals of `ts` (ns) longer than `factor` x `period_ns`, as (start, end).
+pub fn gaps(ts: &[u64], period_ns: u64, factor: f64) -> Vec<(u64, u64)> {
+    let mut t: Vec<u64> = ts.to_vec();
+    t.sort_unstable();
+    let lim = (period_ns as f64 * factor) as u64;
+    t.windows(2)
+        .filter(|w| w[1] - w[0] > lim)
+        .map(|w| (w[0], w[1]))
+        .collect()
+}
+
+/// How many of `gaps` are not explained by the machine: no gap of the reference stream
+/// (longer than 2 periods, i.e. at least one slot the bare sender itself could not keep)
+/// overlaps them, widened by one period on each side.
+pub fn unexplained(gaps_: &[(u64, u64)], reference: &[(u64, u64)], period_ns: u64) -> usize {
+    gaps_
+        .iter()
+        .filter(|(s, e)| {
+            let (s, e) = (s.saturating_sub(period_ns), e + period_ns);
+            !reference.iter().any(|(rs, re)| *rs < e && *re > s)
+        })
+        .count()
+}
+
+#[cfg(test)]
+mod gap_tests {
+    use super::*;
+
+    #[test]
+    fn gap_attribution() {
+        let p = 1000;
+        // Device: gap 10..15 and 30..36; bare: gap 11..14 only.
+        let d = vec![(10_000, 15_000), (30_000, 36_000)];
+        let b = vec![(11_000, 14_000)];
+        assert_eq!(unexplained(&d, &b, p), 1);
+        assert_eq!(unexplained(&d, &[], p), 2);
+        let ts = [0, 1000, 2000, 6000, 7000];
+        assert_eq!(gaps(&ts, 1000, 3.0), vec![(2000, 6000)]);
+        assert!(gaps(&ts, 1000, 4.0).is_empty());
+    }
+}
