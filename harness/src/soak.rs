@@ -104,6 +104,12 @@ pub struct Counters {
     /// Remanent data read back after a SIGKILL that was neither the old nor the new value.
     pub persistence_corrupt: u64,
     pub persistence_checks: u64,
+    /// ARs that ended while no fault was injected (the cycle was not held in time, e.g. CPU
+    /// starvation on a loaded machine); the PLC reconnected each time.
+    pub unplanned_ar_ends: u64,
+    pub last_unplanned_end: String,
+    /// Largest lateness of the controller's cyclic thread (its wake-ups), microseconds.
+    pub controller_max_tick_late_us: u64,
     /// Daemon restarts (SIGKILL + start).
     pub device_restarts: u64,
     /// Daemon crashes nobody asked for (the process was gone).
@@ -445,15 +451,41 @@ impl Rig {
         }
     }
 
+    /// Wait until the controller receives `seq`. When the AR ends meanwhile without a fault
+    /// being injected (an unplanned end: a cycle not held in time), the PLC reconnects and the
+    /// wait goes on: the value must still arrive. Only a value that never arrives is lost.
+    pub fn await_seq(&mut self, seq: u32, c: &mut Counters) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let e = match self.expect_seq(seq, Duration::from_secs(3)) {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            let ended = !self
+                .ar()
+                .is_some_and(|a| a.state() == ArState::DataExchange);
+            if !ended || Instant::now() >= deadline {
+                c.lost_writes += 1;
+                return Err(format!("write {seq} lost: {e}"));
+            }
+            c.unplanned_ar_ends += 1;
+            if let Some(ar) = self.ar() {
+                c.last_unplanned_end = format!("{:?}", ar.state());
+            }
+            if let Some(ctl) = self.controller() {
+                c.controller_max_tick_late_us = c
+                    .controller_max_tick_late_us
+                    .max(ctl.tick_stats().max_lateness_us);
+            }
+            self.connect(Duration::from_secs(20), c)?;
+        }
+    }
+
     /// Write the next sequence number in data exchange and see it arrive.
     pub fn write_and_check(&mut self, c: &mut Counters) -> Result<(), String> {
         let s = self.seq + 1;
         self.write_seq(s, c)?;
-        if let Err(e) = self.expect_seq(s, Duration::from_secs(3)) {
-            c.lost_writes += 1;
-            return Err(e);
-        }
-        Ok(())
+        self.await_seq(s, c)
     }
 
     /// Collect the sequence regressions of the sampler into the counters.
@@ -493,10 +525,8 @@ impl Rig {
         })?;
         self.ensure_connected(Duration::from_secs(20), c)?;
         let last = self.seq;
-        if let Err(e) = self.expect_seq(last, Duration::from_secs(3)) {
-            c.lost_writes += 1;
-            return Err(format!("write {last} made during the outage was lost: {e}"));
-        }
+        self.await_seq(last, c)
+            .map_err(|e| format!("a write made during the outage: {e}"))?;
         c.rounds += 1;
         self.harvest(c)
     }
@@ -514,6 +544,9 @@ impl Rig {
             if let Some(a) = &p.ar {
                 c.controller_watchdog_expiries += a.status().watchdog_expiries;
             }
+            c.controller_max_tick_late_us = c
+                .controller_max_tick_late_us
+                .max(p.ctl.tick_stats().max_lateness_us);
             p.ctl.shutdown();
         }
         c.controller_crashes += 1;
@@ -559,12 +592,8 @@ impl Rig {
         }
         self.start_controller()?;
         self.connect(Duration::from_secs(30), c)?;
-        if let Err(e) = self.expect_seq(s, Duration::from_secs(3)) {
-            c.lost_writes += 1;
-            return Err(format!(
-                "write {s} made while the controller was down was lost: {e}"
-            ));
-        }
+        self.await_seq(s, c)
+            .map_err(|e| format!("a write made while the controller was down: {e}"))?;
         c.rounds += 1;
         self.harvest(c)
     }
@@ -1248,9 +1277,8 @@ pub fn run(opts: &SoakOptions) -> Result<Counters, String> {
                 })
         } else {
             // Device SIGKILL (not too often, so that memory is watched over long lives).
-            if life_start.elapsed() > Duration::from_secs(60)
-                || opts.duration < Duration::from_secs(300)
-            {
+            let min_life = (opts.duration / 10).min(Duration::from_secs(300));
+            if life_start.elapsed() > min_life {
                 if let (Some(a), Some(b)) = (rss_first, rig.device_rss_kib()) {
                     let w = life_start.elapsed().as_secs();
                     if w > c.rss_window_s {
@@ -1272,7 +1300,13 @@ pub fn run(opts: &SoakOptions) -> Result<Counters, String> {
             }
         };
         if let Err(e) = r {
-            eprintln!("soak: round failed: {e}");
+            let log = rig.lab.device_log();
+            let tail: Vec<&str> = log.lines().rev().take(12).collect();
+            eprintln!(
+                "soak: round failed at {} s: {e}\n  device log (last lines):\n    {}",
+                t0.elapsed().as_secs(),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n    ")
+            );
             c.errors.push(e);
             if c.errors.len() > 50 {
                 return Err("more than 50 failed rounds; stopping".into());
@@ -1295,7 +1329,7 @@ pub fn run(opts: &SoakOptions) -> Result<Counters, String> {
         if last_report.elapsed() > Duration::from_secs(60) {
             last_report = Instant::now();
             eprintln!(
-                "soak: {:>4} s  rounds {}  writes {}  lost {}  backwards {}  flaps {}  loss {}  ctl crashes {}  kills {}  floods {}  errors {}",
+                "soak: {:>4} s  rounds {}  writes {}  lost {}  backwards {}  flaps {}  loss {}  ctl crashes {}  kills {}  floods {}  unplanned AR ends {}  errors {}",
                 t0.elapsed().as_secs(),
                 c.rounds,
                 c.writes,
@@ -1306,6 +1340,7 @@ pub fn run(opts: &SoakOptions) -> Result<Counters, String> {
                 c.controller_crashes,
                 c.device_kills,
                 c.floods,
+                c.unplanned_ar_ends,
                 c.errors.len()
             );
         }
@@ -1321,6 +1356,11 @@ pub fn run(opts: &SoakOptions) -> Result<Counters, String> {
     c.device_watchdog_trips = rig.device_trips_total();
     if let Some(a) = rig.ar() {
         c.controller_watchdog_expiries += a.status().watchdog_expiries;
+    }
+    if let Some(ctl) = rig.controller() {
+        c.controller_max_tick_late_us = c
+            .controller_max_tick_late_us
+            .max(ctl.tick_stats().max_lateness_us);
     }
     Ok(c)
 }
@@ -1383,6 +1423,10 @@ pub fn main(args: &[String]) -> std::process::ExitCode {
                     c.connect_retries,
                     c.controller_watchdog_expiries,
                     c.device_watchdog_trips
+                );
+                println!(
+                    "unplanned AR ends {} (last: {})  controller cyclic thread max lateness {} us",
+                    c.unplanned_ar_ends, c.last_unplanned_end, c.controller_max_tick_late_us
                 );
                 println!(
                     "device restarts {} (unexpected exits {})  RSS {} -> {} KiB over {} s (max {} KiB)  API max latency {} ms",
