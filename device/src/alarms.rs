@@ -98,6 +98,12 @@ impl Alarms {
             key: key.to_string(),
             seq,
         };
+        // One log line per alarm, when it is raised (repeats only count up: nothing periodic).
+        if severity == AlarmSeverity::Info {
+            tracing::info!("alarm {seq} raised ({severity:?}, {source}): {message}");
+        } else {
+            tracing::warn!("alarm {seq} raised ({severity:?}, {source}): {message}");
+        }
         self.items.push_back(item);
         // Trim: keep the newest HISTORY_LEN entries; older *active* alarms stay listed as
         // active (they still matter) but leave the history.

@@ -140,10 +140,7 @@ fn log_capabilities() {
     for (bit, name, consequence) in CAPABILITIES {
         if eff & (1u64 << bit) == 0 {
             missing += 1;
-            warn!(
-                capability = *name,
-                "missing capability {name}: {consequence}"
-            );
+            warn!("missing capability {name}: {consequence}");
         }
     }
     if missing == 0 {

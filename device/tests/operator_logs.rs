@@ -83,7 +83,7 @@ fn count(lines: &[Line], needle: &str) -> Vec<Line> {
 }
 
 /// Run the cycle and return the daemon's log.
-fn cycle(tag: &str, extra: &[&str]) -> (String, String) {
+fn cycle(tag: &str, extra: &[&str]) -> (String, String, Value) {
     let mut lab = Lab::new(tag, json!({}));
     lab.spawn(&Launch::User(CAPS.to_vec()), extra);
     lab.wait("state Initialized", Duration::from_secs(20), |l| {
@@ -122,14 +122,29 @@ fn cycle(tag: &str, extra: &[&str]) -> (String, String) {
         l.status()["state"] == "Aborted"
     });
 
-    // 2) Stop the slave, then shut the daemon down.
+    // 2) An alarm from the application (a diagnosis entry): one line when raised; raising the
+    //    same condition again only counts up (no second line).
+    for _ in 0..3 {
+        let d = lab.api(
+            "POST",
+            "/api/diag",
+            Some(
+                json!({"slot": 1, "subslot": 1, "errorType": 2, "severity": 0,
+                        "text": "wire break at sensor 3"}),
+            ),
+        );
+        assert_eq!(d["ok"], true, "{d}");
+    }
+    let history = lab.api("GET", "/api/alarms/history", None);
+
+    // 3) Stop the slave, then shut the daemon down.
     let r = lab.api("POST", "/api/stop", None);
     assert_eq!(r["ok"], true, "{r}");
     assert!(lab.stop_daemon(), "exit status\n{}", lab.log());
-    (lab.log(), nic)
+    (lab.log(), nic, history)
 }
 
-fn check(lines: &[Line], nic: &str) {
+fn check(lines: &[Line], nic: &str, history: &Value) {
     let all = || {
         lines
             .iter()
@@ -152,13 +167,41 @@ fn check(lines: &[Line], nic: &str) {
         lost[0]
     );
     assert_eq!(lost[0].level, "WARN", "{:?}", lost[0]);
-    // The cause is logged once, not once per layer.
-    assert_eq!(
-        count(lines, "no valid frame from the controller").len(),
-        1,
-        "{}",
-        all()
+    // The cause is logged once as the state change, not once per layer (alarm lines below).
+    let cause: Vec<Line> = count(lines, "no valid frame from the controller")
+        .into_iter()
+        .filter(|l| !l.message.starts_with("alarm "))
+        .collect();
+    assert_eq!(cause.len(), 1, "{}", all());
+    // Every alarm of the history is logged exactly once, when raised, with its text.
+    let items = history.as_array().expect("history array");
+    assert!(
+        items
+            .iter()
+            .any(|a| a["source"] == "diag" && a["count"] == 3),
+        "{history}"
     );
+    let alarm_lines: Vec<&Line> = lines
+        .iter()
+        .filter(|l| l.message.starts_with("alarm "))
+        .collect();
+    assert_eq!(alarm_lines.len(), items.len(), "{history}\n{}", all());
+    for a in items {
+        let id = a["id"].as_str().expect("id");
+        let msg = a["message"].as_str().expect("message");
+        let n: Vec<&&Line> = alarm_lines
+            .iter()
+            .filter(|l| l.message.starts_with(&format!("alarm {id} raised")))
+            .collect();
+        assert_eq!(n.len(), 1, "alarm {id}: {}", all());
+        assert!(n[0].message.ends_with(msg), "{:?} vs {msg}", n[0]);
+        let want = if a["severity"] == "Info" {
+            "INFO"
+        } else {
+            "WARN"
+        };
+        assert_eq!(n[0].level, want, "{:?}", n[0]);
+    }
     let stopped = count(lines, "slave stopped");
     assert_eq!(stopped.len(), 1, "stop:\n{}", all());
     assert!(stopped[0].message.contains("Aborted"), "{:?}", stopped[0]);
@@ -178,8 +221,8 @@ fn check(lines: &[Line], nic: &str) {
         );
         assert_ne!(l.level, "ERROR", "{}", all());
     }
-    // The whole run: launch, start, connect, abort, stop, shutdown - a handful of lines.
-    assert!(lines.len() <= 20, "{} lines:\n{}", lines.len(), all());
+    // The whole run: launch, start, connect, abort, alarms, stop, shutdown - a handful of lines.
+    assert!(lines.len() <= 25, "{} lines:\n{}", lines.len(), all());
 }
 
 #[test]
@@ -187,9 +230,9 @@ fn text_logs_one_line_per_state_change_none_per_cycle() {
     if !pn_testkit::env::require_root() {
         return;
     }
-    let (log, nic) = cycle("lgt", &[]);
+    let (log, nic, history) = cycle("lgt", &[]);
     let lines = parse_text(&log);
-    check(&lines, &nic);
+    check(&lines, &nic, &history);
 }
 
 #[test]
@@ -197,10 +240,10 @@ fn json_logs_are_one_object_per_line() {
     if !pn_testkit::env::require_root() {
         return;
     }
-    let (log, nic) = cycle("lgj", &["--log-format", "json"]);
+    let (log, nic, history) = cycle("lgj", &["--log-format", "json"]);
     let lines = parse_json(&log);
     assert!(!lines.is_empty());
-    check(&lines, &nic);
+    check(&lines, &nic, &history);
     // Structured fields stay fields (e.g. the capability check, the stack's connect line).
     assert!(
         lines
