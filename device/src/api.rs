@@ -162,6 +162,11 @@ pub async fn serve(listener: TcpListener, rt: Arc<Runtime>, mut shutdown: watch:
                         .timer(TokioTimer::new())
                         .header_read_timeout(BODY_TIMEOUT)
                         .keep_alive(true)
+                        // A client may shut down its write side after the request and wait
+                        // for the answer (RFC 9112 9.6); without this hyper closes the
+                        // connection when it reads that EOF first, and the answer is lost
+                        // (device/tests/http_hardening.rs half_closed_clients_get_answers).
+                        .half_close(true)
                         .serve_connection(TokioIo::new(stream), svc);
                     tokio::pin!(conn);
                     tokio::select! {
