@@ -810,12 +810,22 @@ impl Shared {
     // ------------------------------------------------------------------------------------
 
     /// One tick: `slot` is the scheduled tick time (providers are aligned to it, so a late
-    /// wake-up does not shift the send schedule), `now` the actual time (watchdogs).
-    fn cyclic_tick(&self, slot: Instant, now: Instant) {
+    /// wake-up does not shift the send schedule).
+    fn cyclic_tick(&self, slot: Instant, _now: Instant) {
         let ars = self.ars.read().unwrap_or_else(|p| p.into_inner());
         for ar in ars.iter() {
-            let expired = ar.send_and_check(self, slot, now);
-            if expired {
+            ar.send_outputs(self, slot);
+        }
+    }
+
+    /// Run the consumer watchdogs. Called by the receive thread only when its queue is
+    /// drained: a watchdog judged anywhere else (the cyclic thread did, before) trips falsely
+    /// when the receive thread was merely preempted while the device's frames sat in the socket
+    /// queue; here every frame that arrived has been consumed first.
+    fn check_watchdogs(&self, now: Instant) {
+        let ars = self.ars.read().unwrap_or_else(|p| p.into_inner());
+        for ar in ars.iter() {
+            if ar.watchdog_expired(now) {
                 // Tell the device at once (ERR-RTA "consumer DHT expired"), as a controller
                 // aborting the AR does, instead of leaving it to its own watchdog.
                 if let Ok(mut g) = ar.alarm.try_lock() {
@@ -935,15 +945,27 @@ impl ArInner {
         inp.valid = true;
     }
 
-    /// Build and send the output frame if due; run the consumer watchdog. Returns true when
-    /// the watchdog expired during data exchange.
-    fn send_and_check(&self, sh: &Shared, slot: Instant, now: Instant) -> bool {
+    /// True when the consumer watchdog expired during data exchange (see
+    /// [`Shared::check_watchdogs`] for who calls this and why).
+    fn watchdog_expired(&self, now: Instant) -> bool {
+        if self.phase.load(Ordering::Acquire) != phase::DATA_EXCHANGE {
+            return false;
+        }
+        let mut io = self.io.lock().unwrap_or_else(|p| p.into_inner());
+        matches!(
+            io.consumer.as_mut().and_then(|c| c.poll(now)),
+            Some(ConsumerEvent::WatchdogExpired)
+        )
+    }
+
+    /// Build and send the output frame if due.
+    fn send_outputs(&self, sh: &Shared, slot: Instant) {
         let ph = self.phase.load(Ordering::Acquire);
         if !matches!(
             ph,
             phase::PARAMETERIZING | phase::WAIT_APP_READY | phase::DATA_EXCHANGE
         ) {
-            return false;
+            return;
         }
         let mut io = self.io.lock().unwrap_or_else(|p| p.into_inner());
         let io = &mut *io;
@@ -951,16 +973,8 @@ impl ArInner {
             io.faults = *g;
         }
         let f = io.faults;
-        let mut expired = false;
-        if ph == phase::DATA_EXCHANGE {
-            if let Some(c) = io.consumer.as_mut() {
-                if let Some(ConsumerEvent::WatchdogExpired) = c.poll(now) {
-                    expired = true;
-                }
-            }
-        }
         let Some(p) = io.provider.as_mut() else {
-            return expired;
+            return;
         };
         // Fill the C_SDU: data + IOPS per output object, IOCS per input object.
         let l = &self.layout.output;
@@ -1005,7 +1019,7 @@ impl ArInner {
         };
         if let Some(n) = sent {
             if f.stop_outputs {
-                return expired;
+                return;
             }
             let frame = &mut io.frame[..n];
             let h = if frame.get(12..14) == Some(&[0x81, 0x00]) {
@@ -1030,7 +1044,6 @@ impl ArInner {
                 }
             }
         }
-        expired
     }
 }
 
@@ -1079,8 +1092,9 @@ impl Controller {
                     rtsched::apply_to_current_thread(rx_rt);
                     let mut buf = vec![0u8; 2048];
                     let mut last_poll = rtsched::now();
+                    let mut last_watchdog = rtsched::now();
                     while !s.stop.load(Ordering::Relaxed) {
-                        match s.sock.recv(&mut buf, StdDuration::from_millis(5)) {
+                        match s.sock.recv(&mut buf, StdDuration::from_millis(1)) {
                             Ok(Some(n)) => s.on_frame(&buf[..n], rtsched::now()),
                             Ok(None) => {}
                             Err(e) => {
@@ -1089,6 +1103,13 @@ impl Controller {
                             }
                         }
                         let now = rtsched::now();
+                        // Judge the watchdogs only with the queue drained (every frame that
+                        // arrived has been consumed); under a flood that never drains, at
+                        // least every 50 ms.
+                        if !s.sock.pending() || now - last_watchdog >= Duration::from_millis(50) {
+                            s.check_watchdogs(now);
+                            last_watchdog = now;
+                        }
                         if now - last_poll >= Duration::from_millis(5) {
                             s.poll_alarms(now);
                             last_poll = now;

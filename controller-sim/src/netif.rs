@@ -193,6 +193,18 @@ impl RawSocket {
         Ok(())
     }
 
+    /// True when a frame is waiting in the receive queue (non-blocking check).
+    pub fn pending(&self) -> bool {
+        let mut pfd = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, zero timeout.
+        let rc = unsafe { libc::poll(&mut pfd, 1, 0) };
+        rc > 0 && (pfd.revents & libc::POLLIN) != 0
+    }
+
     /// Wait up to `timeout` for a frame; `Ok(None)` on timeout. Frames sent by this host are
     /// skipped.
     pub fn recv(&self, buf: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
