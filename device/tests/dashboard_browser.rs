@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 use webdriver::Browser;
 
 const URL: &str = "http://127.0.0.1:18840/";
-const T: Duration = Duration::from_secs(30);
+const T: Duration = Duration::from_secs(60);
 
 fn prerequisites() -> bool {
     pn_testkit::env::require_root()

@@ -120,7 +120,7 @@ impl Browser {
             session: String::new(),
             profile,
         };
-        let end = Instant::now() + Duration::from_secs(20);
+        let end = Instant::now() + Duration::from_secs(60);
         loop {
             if let Ok(v) = b.raw("GET", "/status", None) {
                 if v["value"]["ready"] == true {
