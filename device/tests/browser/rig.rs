@@ -235,7 +235,13 @@ impl Lab {
                         .arg(format!("--ambient-caps={list}"))
                         .arg(format!("--bounding-set=-all,{list}"));
                 }
-                cmd.arg("--").arg(DAEMON);
+                // A copy of the binary inside the test directory: the checkout (e.g. under
+                // /root) need not be reachable for the service user.
+                let bin = self.dir.join("pn-device");
+                if !bin.exists() {
+                    std::fs::copy(DAEMON, &bin).expect("copy pn-device");
+                }
+                cmd.arg("--").arg(&bin);
             }
         }
         let log = std::fs::File::create(self.dir.join("daemon.log")).expect("log file");
