@@ -83,8 +83,8 @@ fn count(lines: &[Line], needle: &str) -> Vec<Line> {
 }
 
 /// Run the cycle and return the daemon's log.
-fn cycle(tag: &str, extra: &[&str]) -> (String, String, Value) {
-    let mut lab = Lab::new(tag, json!({}));
+fn cycle(tag: &str, settings: Value, extra: &[&str]) -> (String, String, Value) {
+    let mut lab = Lab::new(tag, settings);
     lab.spawn(&Launch::User(CAPS.to_vec()), extra);
     lab.wait("state Initialized", Duration::from_secs(20), |l| {
         l.status()["state"] == "Initialized"
@@ -230,7 +230,7 @@ fn text_logs_one_line_per_state_change_none_per_cycle() {
     if !pn_testkit::env::require_root() {
         return;
     }
-    let (log, nic, history) = cycle("lgt", &[]);
+    let (log, nic, history) = cycle("lgt", json!({}), &[]);
     let lines = parse_text(&log);
     check(&lines, &nic, &history);
 }
@@ -240,7 +240,8 @@ fn json_logs_are_one_object_per_line() {
     if !pn_testkit::env::require_root() {
         return;
     }
-    let (log, nic, history) = cycle("lgj", &["--log-format", "json"]);
+    // JSON from the settings file (Logging:Format), as a service would be configured.
+    let (log, nic, history) = cycle("lgj", json!({"Logging": {"Format": "json"}}), &[]);
     let lines = parse_json(&log);
     assert!(!lines.is_empty());
     check(&lines, &nic, &history);
@@ -251,4 +252,27 @@ fn json_logs_are_one_object_per_line() {
             .any(|l| l.message.starts_with("running as uid")),
         "{log}"
     );
+}
+
+/// `--log-format` overrides `Logging:Format` both ways.
+#[test]
+fn log_format_option_overrides_the_setting() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    for (setting, flag, json_wanted) in [("text", "json", true), ("json", "text", false)] {
+        let mut lab = Lab::new(
+            "lgo",
+            json!({"Logging": {"Format": setting}, "Runtime": {"AutoStart": false}}),
+        );
+        lab.spawn(&Launch::User(CAPS.to_vec()), &["--log-format", flag]);
+        assert!(lab.stop_daemon());
+        let log = lab.log();
+        assert!(log.lines().count() >= 3, "{log}");
+        if json_wanted {
+            parse_json(&log);
+        } else {
+            parse_text(&log);
+        }
+    }
 }
