@@ -74,6 +74,59 @@ fn parse_args() -> Result<Option<Args>, String> {
     Ok(Some(a))
 }
 
+/// Is stderr connected to the systemd journal? (`JOURNAL_STREAM=<dev>:<ino>` names the stream
+/// systemd connected; comparing it with stderr avoids a false positive when the service
+/// redirects its own output.)
+fn stderr_is_journal() -> bool {
+    let Ok(v) = std::env::var("JOURNAL_STREAM") else {
+        return false;
+    };
+    let Some((dev, ino)) = v.split_once(':') else {
+        return false;
+    };
+    let (Ok(dev), Ok(ino)) = (dev.parse::<u64>(), ino.parse::<u64>()) else {
+        return false;
+    };
+    // SAFETY: fstat on fd 2 into a zeroed stat buffer we own.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(2, &mut st) } != 0 {
+        return false;
+    }
+    st.st_dev as u64 == dev && st.st_ino as u64 == ino
+}
+
+/// Text lines for the journal: no timestamp (journald adds its own) and the syslog priority as
+/// a `<N>` prefix, which journald turns into the entry's priority (`journalctl -p warning`).
+struct JournalFormat;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for JournalFormat
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        let m = event.metadata();
+        let prio = match *m.level() {
+            tracing::Level::ERROR => 3,
+            tracing::Level::WARN => 4,
+            tracing::Level::INFO => 6,
+            _ => 7,
+        };
+        write!(writer, "<{prio}>{} {}: ", m.level(), m.target())?;
+        ctx.field_format().format_fields(writer.by_ref(), event)?;
+        writeln!(writer)
+    }
+}
+
+/// Logging for operators: human-readable text lines by default (ANSI colours only on a
+/// terminal; under systemd with stderr on the journal: priority prefix, no timestamp), or one
+/// JSON object per line (`--log-format json` / `Logging:Format`). `RUST_LOG` overrides the
+/// filter (`Logging:Filter`).
 fn init_logging(json: bool, filter: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .or_else(|_| tracing_subscriber::EnvFilter::try_new(filter))
@@ -85,6 +138,8 @@ fn init_logging(json: bool, filter: &str) {
         .with_writer(std::io::stderr);
     if json {
         b.json().flatten_event(true).init();
+    } else if stderr_is_journal() {
+        b.event_format(JournalFormat).init();
     } else {
         b.init();
     }

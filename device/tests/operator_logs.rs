@@ -276,3 +276,43 @@ fn log_format_option_overrides_the_setting() {
         }
     }
 }
+
+/// Under systemd with stderr on the journal (`JOURNAL_STREAM` names stderr): no timestamp
+/// (journald has its own) and the syslog priority as `<N>` prefix, so `journalctl -p warning`
+/// filters by level.
+#[test]
+fn journal_lines_carry_the_syslog_priority() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    // Without CAP_SYS_NICE: one WARN line at launch.
+    let caps: Vec<&str> = CAPS.iter().copied().filter(|c| *c != "sys_nice").collect();
+    let mut lab = Lab::new("lgs", json!({"Runtime": {"AutoStart": false}}));
+    lab.journal_stream = true;
+    lab.spawn(&Launch::User(caps), &[]);
+    assert!(lab.stop_daemon());
+    let log = lab.log();
+    let mut warn = 0;
+    for l in log.lines() {
+        let (prio, rest) = l
+            .strip_prefix('<')
+            .and_then(|r| r.split_once('>'))
+            .unwrap_or_else(|| panic!("no priority prefix: {l:?}"));
+        let level = rest.split(' ').next().unwrap_or("");
+        let want = match level {
+            "ERROR" => "3",
+            "WARN" => "4",
+            "INFO" => "6",
+            other => panic!("level {other:?} in {l:?}"),
+        };
+        assert_eq!(prio, want, "{l}");
+        assert!(rest.contains(" pn_device"), "{l}");
+        assert!(!rest.starts_with("20"), "timestamp in a journal line: {l}");
+        if level == "WARN" {
+            warn += 1;
+            assert!(rest.contains("missing capability CAP_SYS_NICE"), "{l}");
+        }
+    }
+    assert_eq!(warn, 1, "{log}");
+    assert!(log.lines().count() >= 3, "{log}");
+}

@@ -169,6 +169,9 @@ pub struct Lab {
     pub controllers: Vec<Child>,
     /// Data-hold (and watchdog) factor of the controller's IOCRs (default 3: 12 ms at 4 ms).
     pub data_hold_factor: u16,
+    /// Start the daemon the way systemd connects it to the journal: `JOURNAL_STREAM` = the
+    /// device and inode of its stderr (here the log file).
+    pub journal_stream: bool,
 }
 
 impl Lab {
@@ -209,6 +212,7 @@ impl Lab {
             daemon: None,
             controllers: Vec::new(),
             data_hold_factor: 3,
+            journal_stream: false,
         }
     }
 
@@ -245,6 +249,13 @@ impl Lab {
             }
         }
         let log = std::fs::File::create(self.dir.join("daemon.log")).expect("log file");
+        if self.journal_stream {
+            use std::os::unix::fs::MetadataExt;
+            let m = log.metadata().expect("log metadata");
+            cmd.env("JOURNAL_STREAM", format!("{}:{}", m.dev(), m.ino()));
+        } else {
+            cmd.env_remove("JOURNAL_STREAM");
+        }
         cmd.arg("--settings")
             .arg(self.dir.join("settings.json"))
             .arg("--config")
