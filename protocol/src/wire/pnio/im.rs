@@ -71,16 +71,22 @@ pub fn put_visible(w: &mut Writer, s: &str, width: usize) -> Result<()> {
     Ok(())
 }
 
-/// Read a VisibleString field of `width` bytes and remove the trailing space padding.
-/// Rejects non-visible characters (including NUL padding).
+/// Read a VisibleString field of `width` bytes and remove the trailing padding.
+///
+/// The standard pads with spaces; some tools and devices pad with NUL bytes instead, so a
+/// trailing run of spaces and NULs is padding (we always emit spaces). Any other non-visible
+/// character, including a NUL before the last visible one, is an error.
 pub fn get_visible(r: &mut Reader<'_>, width: usize) -> Result<String> {
     let b = r.bytes(width)?;
-    if !b.iter().copied().all(is_visible) {
+    let end = b
+        .iter()
+        .rposition(|&c| c != b' ' && c != 0)
+        .map_or(0, |p| p + 1);
+    if !b[..end].iter().copied().all(is_visible) {
         return Err(Error::Malformed(
             "visible string holds a non-visible character",
         ));
     }
-    let end = b.iter().rposition(|&c| c != b' ').map_or(0, |p| p + 1);
     // All bytes are ASCII, so this cannot fail.
     String::from_utf8(b[..end].to_vec()).map_err(|_| Error::Malformed("visible string"))
 }
@@ -425,9 +431,19 @@ mod tests {
         assert_eq!(&b[6..12], b"pump 7");
         assert_eq!(b[12], b' ');
         assert_eq!(ImRecord::parse(&b).unwrap(), ok);
+        // Trailing NUL padding (some tools send it) is padding; a NUL inside the text is not.
         let mut nul = b.clone();
+        for x in &mut nul[12..38] {
+            *x = 0;
+        }
         nul[59] = 0;
-        assert!(ImRecord::parse(&nul).is_err());
+        assert_eq!(ImRecord::parse(&nul).unwrap(), ok);
+        let mut inner = b.clone();
+        inner[8] = 0;
+        assert!(ImRecord::parse(&inner).is_err());
+        let mut ctrl = b.clone();
+        ctrl[13] = 0x07;
+        assert!(ImRecord::parse(&ctrl).is_err());
     }
 
     #[test]
