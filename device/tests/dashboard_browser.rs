@@ -68,9 +68,6 @@ fn dashboard_shows_the_live_api_and_controls_the_slave() {
         return;
     }
     let mut lab = Lab::new("dbx", json!({}));
-    // This test is about the page, not timing: a generous data-hold time (25 x 4 ms) keeps a
-    // busy CI machine (Chromium next to the cyclic threads) from aborting the AR.
-    lab.data_hold_factor = 25;
     lab.spawn(&Launch::User(CAPS.to_vec()), &[]);
     lab.wait("Initialized", T, |l| l.status()["state"] == "Initialized");
     lab.controller("c0ffee01", 120.0, true);

@@ -212,9 +212,23 @@ impl Browser {
     }
 
     /// Click the element matching `css` (a real pointer click through the browser).
+    /// The page rebuilds its tables on every poll, so an element found a moment ago may be
+    /// replaced before the click lands ("stale element reference"): find it again and retry.
     pub fn click(&self, css: &str) {
-        let id = self.element(css);
-        self.cmd("POST", &format!("/element/{id}/click"), Some(json!({})));
+        let mut last = String::new();
+        for _ in 0..20 {
+            let id = self.element(css);
+            let p = format!("/session/{}/element/{id}/click", self.session);
+            match self.raw("POST", &p, Some(json!({}))) {
+                Ok(_) => return,
+                Err(e) if e.contains("stale element") => {
+                    last = e;
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => panic!("click {css}: {e}"),
+            }
+        }
+        panic!("click {css}: element kept going stale: {last}");
     }
 
     /// Clear the input matching `css` and type `text` into it.
