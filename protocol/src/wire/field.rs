@@ -20,13 +20,17 @@ pub fn read_u8(buf: &[u8], at: usize) -> Result<u8> {
 
 #[inline]
 pub fn read_u16(buf: &[u8], at: usize) -> Result<u16> {
-    let b = buf.get(at..at.checked_add(2).ok_or(Error::Truncated)?).ok_or(Error::Truncated)?;
+    let b = buf
+        .get(at..at.checked_add(2).ok_or(Error::Truncated)?)
+        .ok_or(Error::Truncated)?;
     Ok(u16::from_be_bytes([b[0], b[1]]))
 }
 
 #[inline]
 pub fn read_u32(buf: &[u8], at: usize) -> Result<u32> {
-    let b = buf.get(at..at.checked_add(4).ok_or(Error::Truncated)?).ok_or(Error::Truncated)?;
+    let b = buf
+        .get(at..at.checked_add(4).ok_or(Error::Truncated)?)
+        .ok_or(Error::Truncated)?;
     Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
 }
 

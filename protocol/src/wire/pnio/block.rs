@@ -30,7 +30,12 @@ pub struct BlockHeader {
 
 impl BlockHeader {
     /// Header for a body of `body_len` bytes (the length field then counts body + 2).
-    pub fn for_body(block_type: u16, body_len: usize, version_high: u8, version_low: u8) -> Result<Self> {
+    pub fn for_body(
+        block_type: u16,
+        body_len: usize,
+        version_high: u8,
+        version_low: u8,
+    ) -> Result<Self> {
         let block_length = body_len
             .checked_add(2)
             .and_then(|n| u16::try_from(n).ok())
@@ -81,7 +86,9 @@ impl<'a> BlockView<'a> {
         if buf.len() < 4 + len {
             return Err(Error::Truncated);
         }
-        Ok(BlockView { buf: &buf[..4 + len] })
+        Ok(BlockView {
+            buf: &buf[..4 + len],
+        })
     }
 
     pub fn header(&self) -> BlockHeader {
@@ -179,8 +186,14 @@ mod tests {
 
     #[test]
     fn bad_lengths_are_errors() {
-        assert_eq!(BlockView::new_checked(&[0, 1, 0, 1, 1, 0]).unwrap_err(), Error::Malformed("BlockLength below 2"));
-        assert_eq!(BlockView::new_checked(&[0, 1, 0, 9, 1, 0]).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            BlockView::new_checked(&[0, 1, 0, 1, 1, 0]).unwrap_err(),
+            Error::Malformed("BlockLength below 2")
+        );
+        assert_eq!(
+            BlockView::new_checked(&[0, 1, 0, 9, 1, 0]).unwrap_err(),
+            Error::Truncated
+        );
         let mut it = blocks(&[0, 1, 0, 2, 1, 0, 0xff]);
         assert!(it.next().unwrap().is_ok());
         assert!(it.next().unwrap().is_err());

@@ -52,7 +52,12 @@ impl PnioStatus {
     }
 
     pub fn to_bytes(self) -> [u8; 4] {
-        [self.error_code, self.error_decode, self.error_code1, self.error_code2]
+        [
+            self.error_code,
+            self.error_decode,
+            self.error_code1,
+            self.error_code2,
+        ]
     }
 
     /// The status as one big-endian u32 (how it appears in logs and tshark).
