@@ -436,6 +436,7 @@ impl Runtime {
                     sh.state = RunState::DataExchange;
                     sh.connected = true;
                     sh.ever_connected = true;
+                    sh.status_message = format!("cyclic data exchange with {controller}");
                     sh.controller = controller;
                     sh.alarms.clear("connection");
                 } else {
@@ -447,6 +448,7 @@ impl Runtime {
                     warn!("cyclic data exchange lost: {reason}");
                     sh.state = RunState::Aborted;
                     sh.connected = false;
+                    sh.status_message = format!("cyclic data exchange lost: {reason}");
                     sh.alarms.raise(
                         "connection",
                         AlarmSeverity::Error,
@@ -1489,9 +1491,13 @@ mod tests {
             controller: "plc".into(),
         });
         assert_eq!(rt.state(), RunState::DataExchange);
+        assert!(rt.status()["statusMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("exchange with plc")));
         rt.handle_event(StackEvent::Aborted { reason: "x".into() });
         assert_eq!(rt.state(), RunState::Aborted);
         let s = rt.status();
+        assert_eq!(s["statusMessage"], "cyclic data exchange lost: x");
         assert_eq!(
             (s["connected"].as_bool(), s["everConnected"].as_bool()),
             (Some(false), Some(true))

@@ -47,6 +47,41 @@ fn looks_like_uuid(s: &str) -> bool {
     lens == [8, 4, 4, 4, 12] && s.chars().all(|c| c == '-' || c.is_ascii_hexdigit())
 }
 
+/// Inside free text: MAC addresses become `[mac]` and durations measured by the device
+/// (`12829 us`) become `[n] us`, so messages that quote them stay comparable.
+fn redact_in_text(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < b.len() {
+        // A MAC: 17 characters hh:hh:hh:hh:hh:hh.
+        if i + 17 <= b.len() && looks_like_mac(&s[i..i + 17]) && s.is_char_boundary(i + 17) {
+            out.push_str("[mac]");
+            i += 17;
+            continue;
+        }
+        // A number followed by " us" (microseconds measured at run time).
+        if b[i].is_ascii_digit() && (i == 0 || !b[i - 1].is_ascii_alphanumeric()) {
+            let mut j = i;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            if s[j..].starts_with(" us") && !s[j + 3..].starts_with(|c: char| c.is_alphanumeric()) {
+                out.push_str("[n]");
+                i = j;
+                continue;
+            }
+            out.push_str(&s[i..j]);
+            i = j;
+            continue;
+        }
+        let ch = s[i..].chars().next().expect("in bounds");
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
+}
+
 /// Return a redacted copy of `v`.
 pub fn redact(v: &Json) -> Json {
     redact_inner(None, v, &[])
@@ -83,7 +118,7 @@ fn redact_inner(key: Option<&str>, v: &Json, lits: &[(String, String)]) -> Json 
         Json::String(s) if looks_like_mac(s) => Json::String("[mac]".into()),
         Json::String(s) if looks_like_uuid(s) => Json::String("[uuid]".into()),
         Json::String(s) => {
-            let mut out = s.clone();
+            let mut out = redact_in_text(s);
             for (from, to) in lits {
                 if !from.is_empty() {
                     out = out.replace(from.as_str(), to);
@@ -118,6 +153,10 @@ mod tests {
         assert_eq!(r["ar"], "[uuid]");
         assert_eq!(r["alarms"][0]["severity"], "Error");
         assert_eq!(r["alarms"][0]["occurredAt"], "[time]");
+        assert_eq!(
+            redact_in_text("with plc (96:0f:a5:c5:48:fc): 12829 us since, 3 cycles, 12000 usable"),
+            "with plc ([mac]): [n] us since, 3 cycles, 12000 usable"
+        );
         let lits = [("veth7x1".to_string(), "[nic]".to_string())];
         let r = redact_with(&json!({"m": "NIC 'veth7x1' (fresh)"}), &lits);
         assert_eq!(r["m"], "NIC '[nic]' (fresh)");
