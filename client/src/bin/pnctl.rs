@@ -767,6 +767,12 @@ fn now_text() -> String {
 }
 
 fn main() -> ExitCode {
+    // Behave like other Unix tools in a pipe (`pnctl diag | head`): end quietly when the
+    // reader goes away instead of panicking on EPIPE in println!.
+    // SAFETY: setting a signal disposition to the default before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let out = Out { json: cli.json };
     let rt = match tokio::runtime::Builder::new_current_thread()
