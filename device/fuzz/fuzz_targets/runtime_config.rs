@@ -13,6 +13,9 @@ fuzz_target!(|data: &[u8]| {
         let b = pn_device::config::RuntimeConfig::parse(text, "fuzz").expect("second parse");
         assert_eq!(a, &b);
     } else if let Err(e) = &first {
-        assert!(e.starts_with("configuration fuzz"), "error does not name the source: {e}");
+        assert!(
+            e.starts_with("configuration fuzz"),
+            "error does not name the source: {e}"
+        );
     }
 });
