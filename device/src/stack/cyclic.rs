@@ -8,9 +8,9 @@
 //!   already over when the thread wakes is counted in `stackMissedTicks` and skipped (no burst
 //!   of catch-up frames);
 //! * timer slack 1 ns (`prctl(PR_SET_TIMERSLACK)`) in precise mode (the high-resolution timer
-//!   switch), the kernel default (50 us) otherwise; `SCHED_FIFO` and `mlockall(MCL_CURRENT)`
-//!   are tried once at thread start and degrade with ONE logged warning each when not
-//!   permitted; in precise mode with `SCHED_FIFO` granted the last ~80 us before a deadline
+//!   switch), the kernel default (50 us) otherwise; `SCHED_FIFO` and
+//!   `mlockall(MCL_CURRENT | MCL_ONFAULT)` are tried once at thread start and degrade with ONE
+//!   logged warning each when not permitted; in precise mode with `SCHED_FIFO` granted the last ~80 us before a deadline
 //!   are busy-spun;
 //! * per cycle it only reads atomics, copies the Q area with the image's wait-free
 //!   `cyclic_read_output`, patches a pre-built frame and calls `send(2)`: no allocation, no
@@ -361,16 +361,38 @@ pub fn try_sched_fifo_prio(prio: i32) -> bool {
 }
 
 fn try_mlockall() {
-    // MCL_CURRENT only: MCL_FUTURE would also lock every later thread stack and heap arena of
-    // the whole daemon (tokio workers), which costs far more memory than it buys here.
-    // SAFETY: plain syscall.
-    let rc = unsafe { libc::mlockall(libc::MCL_CURRENT) };
+    // MCL_CURRENT | MCL_ONFAULT: lock what is resident now (code, data, the pages the threads
+    // have touched) and every further page of the current mappings when it is first touched,
+    // without populating the untouched rest. Plain MCL_CURRENT populates and pins every mapped
+    // page, including the whole 2 MiB stack of each thread alive at this moment: about 20 MB of
+    // the daemon's ~29 MB resident memory in data exchange (measured with `pn-lab bench
+    // cycle`, docs/benchmarks.md). MCL_FUTURE is not used: it would also lock every later
+    // thread stack and heap arena of the whole daemon (tokio workers). Kernels before 4.4
+    // reject MCL_ONFAULT with EINVAL: plain MCL_CURRENT there.
+    prefault_stack();
+    // SAFETY: plain syscalls.
+    let mut rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_ONFAULT) };
+    if rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+        // SAFETY: plain syscall.
+        rc = unsafe { libc::mlockall(libc::MCL_CURRENT) };
+    }
     if rc != 0 && !MLOCK_WARNED.swap(true, Ordering::Relaxed) {
         tracing::warn!(
             error = %std::io::Error::last_os_error(),
             "cyclic thread: mlockall not permitted, memory may be paged"
         );
     }
+}
+
+/// Touch 64 KiB of the calling thread's stack below this frame, so that the stack pages the
+/// cyclic loop uses are resident (and, with `MCL_ONFAULT`, locked) before the loop starts.
+#[inline(never)]
+fn prefault_stack() {
+    let mut buf = [0u8; 64 * 1024];
+    for b in buf.iter_mut().step_by(4096) {
+        *b = 1;
+    }
+    std::hint::black_box(&mut buf);
 }
 
 fn set_timer_slack(ns: u64) {
