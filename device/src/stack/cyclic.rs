@@ -10,8 +10,8 @@
 //! * timer slack 1 ns (`prctl(PR_SET_TIMERSLACK)`) in precise mode (the high-resolution timer
 //!   switch), the kernel default (50 us) otherwise; `SCHED_FIFO` and
 //!   `mlockall(MCL_CURRENT | MCL_ONFAULT)` are tried once at thread start and degrade with ONE
-//!   logged warning each when not permitted; in precise mode with `SCHED_FIFO` granted the last ~80 us before a deadline
-//!   are busy-spun;
+//!   logged warning each when not permitted; in precise mode with `SCHED_FIFO` granted the
+//!   last ~80 us before a deadline are busy-spun;
 //! * per cycle it only reads atomics, copies the Q area with the image's wait-free
 //!   `cyclic_read_output`, patches a pre-built frame and calls `send(2)`: no allocation, no
 //!   blocking lock (the job is taken with `try_lock` only when its generation changed), no
