@@ -174,7 +174,17 @@ fn connect_exchange_records_alarms_release() {
     );
     assert!(events.try_iter().any(|e| matches!(e, Event::Alarm { .. })));
 
-    let st = h.status();
+    // Cyclic data keeps flowing both ways (awaited with a deadline: on a loaded machine the
+    // cycles since data exchange began may still be few at this point).
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    let st = loop {
+        let st = h.status();
+        if (st.frames_sent > 10 && st.frames_new_data > 10) || std::time::Instant::now() > deadline
+        {
+            break st;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
     assert!(st.frames_sent > 10 && st.frames_new_data > 10, "{st:?}");
     assert_eq!(st.watchdog_expiries, 0);
 

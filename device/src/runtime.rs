@@ -1050,10 +1050,16 @@ impl Runtime {
     /// `GET /api/status`.
     pub fn status(&self) -> Value {
         let img = self.current_image();
+        // The port check reads sysfs: do it before taking the state lock, so concurrent status
+        // requests (and the event task) never queue behind file I/O (docs/benchmarks.md).
+        let nic = {
+            let sh = self.lock();
+            self.active_nic(&sh)
+        };
+        let port_present = crate::dataplane::read_link_state(&nic).present;
         let sh = self.lock();
         let nic = self.active_nic(&sh);
         let (alarms, critical) = sh.alarms.counts();
-        let port_present = crate::dataplane::read_link_state(&nic).present;
         let ipf = |f: fn(&StoredIp) -> Ipv4Addr| {
             sh.master_ip
                 .as_ref()
