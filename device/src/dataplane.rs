@@ -339,18 +339,53 @@ pub enum StackEvent {
     Fault { code: i32, message: String },
 }
 
+/// Durable commit of the remanent part of an event (installed by the runtime, see
+/// [`EventSink::commit`]).
+pub type CommitFn = Arc<dyn Fn(&StackEvent) -> Result<(), String> + Send + Sync>;
+
 /// Where the stack sends [`StackEvent`]s. Cheap to clone; `send` never blocks (unbounded
 /// queue; events are rare, per-connection, not per-cycle).
-#[derive(Debug, Clone)]
+///
+/// Remanent data is acknowledged only after it is durable (docs/decisions.md): before the
+/// stack answers a request that changes remanent data (record write, DCP Set of name or IP,
+/// ResetToFactory) it calls [`EventSink::commit`] with the event on its CM/L2 worker thread
+/// (never the cyclic thread), answers with an error if that fails, and `send`s the event
+/// after a successful commit.
+#[derive(Clone)]
 pub struct EventSink {
     tx: tokio::sync::mpsc::UnboundedSender<StackEvent>,
+    commit: Option<CommitFn>,
+}
+
+impl std::fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventSink")
+            .field("commit", &self.commit.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl EventSink {
     /// Create a sink and its receiving end (used by the runtime and by tests).
     pub fn channel() -> (EventSink, tokio::sync::mpsc::UnboundedReceiver<StackEvent>) {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        (EventSink { tx }, rx)
+        (EventSink { tx, commit: None }, rx)
+    }
+
+    /// The same sink with a durable-commit handler (the runtime's).
+    pub fn with_commit(mut self, commit: CommitFn) -> EventSink {
+        self.commit = Some(commit);
+        self
+    }
+
+    /// Store the remanent part of `ev` durably (temp file, fsync, rename, directory fsync)
+    /// and return when it is on disk; `Err` = not stored and nothing changed. Blocks for the
+    /// file I/O. Without a handler (tests of the stack alone) nothing is stored: `Ok`.
+    pub fn commit(&self, ev: &StackEvent) -> Result<(), String> {
+        match &self.commit {
+            Some(f) => f(ev),
+            None => Ok(()),
+        }
     }
 
     /// Report an event. Returns `false` when the runtime is gone (daemon shutting down).

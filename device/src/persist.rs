@@ -5,6 +5,12 @@
 //! therefore sees either the old or the new content, also after `kill -9` or power loss.
 //! A file that cannot be parsed is renamed to `remanent.json.corrupt` (kept for inspection),
 //! reported (log + alarm) and factory values are used; the daemon never stops because of it.
+//!
+//! Every change goes through [`Store::commit`]: the new value is computed from the current
+//! one, written durably, and only then handed back to become the in-memory value. The stack
+//! answers a record write or DCP Set only after that returned (docs/decisions.md, "Remanent
+//! data is acknowledged after it is durable"), so the file is never older than what a
+//! controller was told, and a failed write changes nothing.
 
 use std::io::Write;
 use std::net::Ipv4Addr;
@@ -12,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::dataplane::{ImRemanent, StoredRecord};
+use crate::dataplane::{ImRemanent, ResetMode, StackEvent, StoredRecord};
 
 /// File name inside the persistence directory.
 pub const FILE_NAME: &str = "remanent.json";
@@ -141,6 +147,96 @@ fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
+/// One change of the remanent data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// DCP Set NameOfStation: `Some` permanent, `None` temporary (erases the stored name,
+    /// docs/decisions.md §13).
+    StationName(Option<String>),
+    /// DCP Set IP: `Some` permanent, `None` temporary (erases the stored suite).
+    Ip(Option<StoredIp>),
+    /// A written record (I&M1-4 or a user record).
+    Record(StoredRecord),
+    /// ResetToFactory / `POST /api/reset`: communication parameters erased, or everything
+    /// (the file is deleted).
+    Reset(ResetMode),
+}
+
+impl Change {
+    /// The remanent change an event of the stack carries, if any.
+    pub fn of_event(ev: &StackEvent) -> Option<Change> {
+        Some(match ev {
+            StackEvent::DcpNameAssigned { name, permanent } => {
+                Change::StationName(permanent.then(|| name.clone()))
+            }
+            StackEvent::DcpIpAssigned {
+                ip,
+                mask,
+                gateway,
+                permanent,
+                ..
+            } => Change::Ip(permanent.then_some(StoredIp {
+                ip: *ip,
+                mask: *mask,
+                gateway: *gateway,
+            })),
+            StackEvent::DcpResetToFactory { mode, .. } => Change::Reset(*mode),
+            StackEvent::RecordWritten {
+                slot,
+                subslot,
+                index,
+                data,
+            } => Change::Record(StoredRecord {
+                slot: *slot,
+                subslot: *subslot,
+                index: *index,
+                data: data.clone(),
+            }),
+            _ => return None,
+        })
+    }
+
+    /// `current` with this change applied.
+    pub fn applied_to(&self, current: &Remanent) -> Remanent {
+        let mut r = current.clone();
+        match self {
+            Change::StationName(n) => r.station_name = n.clone(),
+            Change::Ip(ip) => r.ip = *ip,
+            Change::Record(rec) => apply_record(&mut r, rec.clone()),
+            Change::Reset(ResetMode::Communication) => {
+                r.station_name = None;
+                r.ip = None;
+            }
+            Change::Reset(ResetMode::Factory) => r = Remanent::default(),
+        }
+        r
+    }
+}
+
+impl Store {
+    /// Make `change` durable and return the new remanent data, which the caller then takes as
+    /// its in-memory value. `current` must be what is stored (the caller serialises commits
+    /// and keeps memory equal to the file). When the change leaves the data as it is, nothing
+    /// is written. A factory reset deletes the file. On `Err` nothing was changed on disk
+    /// (an interrupted rename leaves the old file) and the caller keeps `current`.
+    pub fn commit(&self, current: &Remanent, change: &Change) -> std::io::Result<Remanent> {
+        let next = change.applied_to(current);
+        let res = match change {
+            Change::Reset(ResetMode::Factory) => self.clear(),
+            _ if next == *current => Ok(()),
+            _ => self.save(&next),
+        };
+        if let Err(e) = res {
+            // The step that failed may come after the rename or the unlink (directory
+            // fsync): put the old content back, best effort, so that the file never holds a
+            // value the client was told failed.
+            let _ = self.save(current);
+            return Err(e);
+        }
+        Ok(next)
+    }
+}
+
 /// Apply a record write to the remanent data: replace a record with the same address, and for
 /// I&M1-4 (index 0xAFF1..0xAFF4) decode the fields (data including the 6-byte BlockHeader).
 pub fn apply_record(r: &mut Remanent, rec: StoredRecord) {
@@ -197,6 +293,59 @@ mod tests {
         assert!(d.path().join("remanent.json.corrupt").exists());
         assert!(matches!(s.load(), LoadOutcome::Missing));
         s.clear().unwrap();
+    }
+
+    /// `commit` writes before it returns the new value, skips writes that change nothing,
+    /// deletes the file on a factory reset, and on an error leaves the file as it was.
+    #[test]
+    fn commit_is_durable_before_it_returns() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::new(d.path().join("p"));
+        let loaded = |s: &Store| match s.load() {
+            LoadOutcome::Loaded(r) => r,
+            o => panic!("{o:?}"),
+        };
+        let r = s
+            .commit(&Remanent::default(), &Change::StationName(Some("a".into())))
+            .unwrap();
+        assert_eq!(r.station_name.as_deref(), Some("a"));
+        assert_eq!(loaded(&s).station_name.as_deref(), Some("a"));
+        // No change: no write (a removed file is not written again).
+        std::fs::remove_file(s.path()).unwrap();
+        let same = s
+            .commit(&r, &Change::StationName(Some("a".into())))
+            .unwrap();
+        assert_eq!(same, r);
+        assert!(!s.path().exists());
+        s.save(&r).unwrap();
+        // Communication reset keeps records, factory reset deletes the file.
+        let rec = StoredRecord {
+            slot: 0,
+            subslot: 1,
+            index: 0x10,
+            data: vec![1],
+        };
+        let r = s.commit(&r, &Change::Record(rec.clone())).unwrap();
+        let r = s
+            .commit(&r, &Change::Reset(ResetMode::Communication))
+            .unwrap();
+        assert_eq!(
+            (r.station_name.clone(), r.records.clone()),
+            (None, vec![rec])
+        );
+        assert_eq!(loaded(&s).records.len(), 1);
+        let r = s.commit(&r, &Change::Reset(ResetMode::Factory)).unwrap();
+        assert_eq!(r, Remanent::default());
+        assert!(matches!(s.load(), LoadOutcome::Missing));
+        // An unwritable store: error, the file keeps the old value.
+        let r = s
+            .commit(&r, &Change::StationName(Some("kept".into())))
+            .unwrap();
+        let blocked = Store::new(d.path().join("p").join(FILE_NAME).join("x"));
+        assert!(blocked
+            .commit(&r, &Change::StationName(Some("lost".into())))
+            .is_err());
+        assert_eq!(loaded(&s).station_name.as_deref(), Some("kept"));
     }
 
     /// A write interrupted by SIGKILL leaves its temporary file; the next start removes it

@@ -18,7 +18,7 @@ use crate::alarms::{AlarmItem, Alarms};
 use crate::config::{resolve_nic, RuntimeConfig, Settings};
 use crate::dataplane::{
     error_code, AlarmSeverity, DataPlane, DiagnosisEntry, EventSink, PlaneStatus, ResetMode,
-    StackCommand, StackConfig, StackEvent, StartFailure, StartMode, StoredRecord,
+    StackCommand, StackConfig, StackEvent, StartFailure, StartMode,
 };
 use crate::image::{ProcessImage, WriteError, IOXS_BAD};
 use crate::licence;
@@ -130,13 +130,6 @@ struct Shared {
     high_res: bool,
     licence_failed: bool,
     controller: String,
-    persist_pending: Option<PersistOp>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum PersistOp {
-    Save,
-    Clear,
 }
 
 /// The runtime. Create with [`Runtime::new`], then [`Runtime::spawn_tasks`].
@@ -237,21 +230,28 @@ impl Runtime {
             high_res: settings.high_resolution_timer,
             licence_failed: false,
             controller: String::new(),
-            persist_pending: None,
         };
-        Arc::new(Runtime {
-            settings,
-            plane,
-            store,
-            env_nic: env_nic.filter(|s| !s.trim().is_empty()),
-            control: tokio::sync::Mutex::new(()),
-            save_lock: Mutex::new(()),
-            sh: Mutex::new(sh),
-            image: RwLock::new(Arc::new(image)),
-            sink,
-            rx: Mutex::new(Some(rx)),
-            started_at: Instant::now(),
-            started_at_text: now_rfc3339(),
+        Arc::new_cyclic(|weak: &std::sync::Weak<Runtime>| {
+            // The stack commits remanent changes through the sink before it answers.
+            let weak = weak.clone();
+            let sink = sink.with_commit(Arc::new(move |ev: &StackEvent| match weak.upgrade() {
+                Some(rt) => rt.commit_event(ev),
+                None => Err("the service is shutting down".into()),
+            }));
+            Runtime {
+                settings,
+                plane,
+                store,
+                env_nic: env_nic.filter(|s| !s.trim().is_empty()),
+                control: tokio::sync::Mutex::new(()),
+                save_lock: Mutex::new(()),
+                sh: Mutex::new(sh),
+                image: RwLock::new(Arc::new(image)),
+                sink,
+                rx: Mutex::new(Some(rx)),
+                started_at: Instant::now(),
+                started_at_text: now_rfc3339(),
+            }
         })
     }
 
@@ -369,44 +369,51 @@ impl Runtime {
 
     // ------------------------------------------------------------------ events
 
-    /// Mark the remanent data for writing; [`Runtime::flush_persistence`] writes it after the
-    /// state lock has been released (no file I/O under the state lock).
-    fn save(&self, sh: &mut Shared) {
-        sh.persist_pending = Some(PersistOp::Save);
-    }
-
-    /// Write (or delete, after a factory reset) the remanent file if a change is pending.
-    /// Serialised by `save_lock`; the snapshot is taken under it, so the last write always
-    /// carries the newest state.
-    fn flush_persistence(&self) {
+    /// Make one remanent change durable, then take it as the in-memory value
+    /// (docs/decisions.md, "Remanent data is acknowledged after it is durable"). Serialised by
+    /// `save_lock`, under which the remanent data changes only here, so memory always equals
+    /// the file. The file I/O runs without the state lock. On error nothing changes: the
+    /// error is logged, raised as an alarm and returned.
+    fn commit_remanent(&self, change: &persist::Change) -> Result<(), String> {
         let _g = self.save_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let (op, snapshot) = {
-            let mut sh = self.lock();
-            (sh.persist_pending.take(), sh.remanent.clone())
-        };
-        let res = match op {
-            None => return,
-            Some(PersistOp::Save) => self.store.save(&snapshot),
-            Some(PersistOp::Clear) => self.store.clear(),
-        };
-        if let Err(e) = res {
-            error!(
-                "persistence: cannot update {}: {e}",
-                self.store.path().display()
-            );
-            self.lock().alarms.raise(
-                "persistence:write",
-                AlarmSeverity::Error,
-                "persistence",
-                &format!("cannot write remanent data: {e}"),
-            );
+        let current = self.lock().remanent.clone();
+        match self.store.commit(&current, change) {
+            Ok(next) => {
+                self.lock().remanent = next;
+                Ok(())
+            }
+            Err(e) => {
+                let msg = format!(
+                    "cannot write remanent data to {}: {e}",
+                    self.store.path().display()
+                );
+                error!("persistence: {msg}; the change is refused");
+                self.lock().alarms.raise(
+                    "persistence:write",
+                    AlarmSeverity::Error,
+                    "persistence",
+                    &msg,
+                );
+                Err(msg)
+            }
         }
     }
 
-    /// Apply one event from the data plane.
+    /// The durable-commit handler of the plane's [`EventSink`]: stores the remanent part of
+    /// `ev` (if any) and returns when it is on disk. Runs on the stack's CM/L2 worker thread
+    /// before the stack answers the request; the event itself follows through the sink and
+    /// updates the status (it does not touch the remanent data again).
+    pub fn commit_event(&self, ev: &StackEvent) -> Result<(), String> {
+        match persist::Change::of_event(ev) {
+            Some(c) => self.commit_remanent(&c),
+            None => Ok(()),
+        }
+    }
+
+    /// Apply one event from the data plane. Remanent data is not changed here: the plane
+    /// committed it through [`Runtime::commit_event`] before it answered the request.
     pub fn handle_event(&self, ev: StackEvent) {
         self.apply_event(ev);
-        self.flush_persistence();
     }
 
     fn apply_event(&self, ev: StackEvent) {
@@ -459,12 +466,9 @@ impl Runtime {
             }
             StackEvent::DcpNameAssigned { name, permanent } => {
                 info!("DCP station name '{name}' (permanent: {permanent})");
-                sh.master_station_name = name.clone();
-                // A temporary name replaces the stored one too: after a restart the device
-                // comes up with its configured name (p-net pf_cmina_dcp_set_ind, the
-                // reference a certified device follows; docs/decisions.md §13).
-                sh.remanent.station_name = permanent.then_some(name);
-                self.save(&mut sh);
+                // The stored name was committed before the Set was answered: a temporary
+                // name erased it (p-net pf_cmina_dcp_set_ind; docs/decisions.md §13).
+                sh.master_station_name = name;
             }
             StackEvent::DcpIpAssigned {
                 ip,
@@ -480,8 +484,6 @@ impl Runtime {
                     Ok(()) => format!("{ip}/{mask} gateway {gateway} applied"),
                     Err(e) => format!("cannot apply {ip}/{mask}: {e}"),
                 };
-                sh.remanent.ip = permanent.then_some(StoredIp { ip, mask, gateway });
-                self.save(&mut sh);
             }
             StackEvent::DcpSignal => {
                 sh.alarms.raise(
@@ -513,16 +515,12 @@ impl Runtime {
                 index,
                 data,
             } => {
-                persist::apply_record(
-                    &mut sh.remanent,
-                    StoredRecord {
-                        slot,
-                        subslot,
-                        index,
-                        data,
-                    },
+                // Committed (and shown by GET /api/records, /api/im) before the write was
+                // answered.
+                info!(
+                    "record {slot}/{subslot} index {index:#06x} written ({} bytes)",
+                    data.len()
                 );
-                self.save(&mut sh);
             }
             StackEvent::AlarmAcknowledged {
                 slot,
@@ -557,21 +555,16 @@ impl Runtime {
         }
     }
 
+    /// The non-remanent part of a reset (the remanent part is committed first with
+    /// [`persist::Change::Reset`]).
     fn apply_reset(&self, sh: &mut Shared, mode: ResetMode) {
-        sh.remanent.station_name = None;
-        sh.remanent.ip = None;
         sh.master_station_name.clear();
         sh.master_ip = None;
         sh.dcp_ip_applied = false;
         sh.dcp_ip_apply_message.clear();
-        match mode {
-            ResetMode::Communication => self.save(sh),
-            ResetMode::Factory => {
-                sh.remanent = Remanent::default();
-                sh.diag.clear();
-                sh.alarms.clear_prefix("diag:");
-                sh.persist_pending = Some(PersistOp::Clear);
-            }
+        if mode == ResetMode::Factory {
+            sh.diag.clear();
+            sh.alarms.clear_prefix("diag:");
         }
     }
 
@@ -903,9 +896,22 @@ impl Runtime {
         }
     }
 
-    /// `POST /api/reset`.
+    /// `POST /api/reset`. Answers after the remanent data is erased on disk; if that fails the
+    /// answer is `ok: false` and nothing is reset.
     pub async fn reset(&self, mode: ResetMode) -> Value {
         let _c = self.control.lock().await;
+        let mode_s = match mode {
+            ResetMode::Communication => "communication",
+            ResetMode::Factory => "factory",
+        };
+        if let Err(e) = self.commit_remanent(&persist::Change::Reset(mode)) {
+            return json!({
+                "ok": false,
+                "mode": mode_s,
+                "message": format!("reset {mode_s} not done, nothing was changed: {e}"),
+                "timestamp": now_rfc3339(),
+            });
+        }
         let (running, cmd) = {
             let mut sh = self.lock();
             self.apply_reset(&mut sh, mode);
@@ -921,19 +927,16 @@ impl Runtime {
                 },
             )
         };
-        self.flush_persistence();
         if running {
             self.plane.command(cmd);
         }
-        let (mode_s, what) = match mode {
-            ResetMode::Communication => (
-                "communication",
-                "station name and IP parameters reset to the configuration; connections released",
-            ),
-            ResetMode::Factory => (
-                "factory",
-                "all remanent data cleared (station name, IP, I&M1-4, records, diagnosis entries); connections released",
-            ),
+        let what = match mode {
+            ResetMode::Communication => {
+                "station name and IP parameters reset to the configuration; connections released"
+            }
+            ResetMode::Factory => {
+                "all remanent data cleared (station name, IP, I&M1-4, records, diagnosis entries); connections released"
+            }
         };
         info!("reset {mode_s}: {what}");
         json!({ "ok": true, "mode": mode_s, "message": what, "timestamp": now_rfc3339() })

@@ -174,6 +174,10 @@ fn handle_line(line: &str, sh: &Shared) -> Value {
         }
         _ => {}
     }
+    // As the stack does: remanent data is stored before the request is answered.
+    if let Err(e) = sink.commit(&ev) {
+        return json!({"ok": false, "error": e});
+    }
     json!({"ok": sink.send(ev)})
 }
 

@@ -1048,10 +1048,14 @@ impl Cm {
             );
         }
         self.touch_sup(&uuid);
+        // Remanent records are stored durably (on this thread) before the response is built:
+        // the controller is never told "written" for a value a crash could lose.
+        let sink = &self.ctx.events;
+        let commit = |ev: &StackEvent| sink.commit(ev);
         let mut evs = Vec::new();
         let resp = match &w.body {
             WriteBody::Single(data) => {
-                let st = match self.records.write(&w.header.address, data) {
+                let st = match self.records.write(&w.header.address, data, commit) {
                     Ok(ev) => {
                         evs.extend(ev);
                         PnioStatus::OK
@@ -1066,7 +1070,7 @@ impl Cm {
             WriteBody::Multiple(recs) => {
                 let mut out = Vec::new();
                 for r in recs {
-                    let st = match self.records.write(&r.header.address, &r.data) {
+                    let st = match self.records.write(&r.header.address, &r.data, commit) {
                         Ok(ev) => {
                             evs.extend(ev);
                             PnioStatus::OK

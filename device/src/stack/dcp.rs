@@ -22,6 +22,12 @@
 //!   - An IP change while an AR is active is refused with BlockError 6 "in operation, SET not
 //!     possible" (PROFINET CMINA case 26; p-net leaves BlockError 2 there, we use the specific
 //!     code). Setting the same IP again is accepted.
+//!   - Remanent data is acknowledged only after it is durable: a Set of name or IP (permanent
+//!     stores the value, temporary erases the stored one) and a reset first commit the change
+//!     through the [`EventSink`] given with [`DcpResponder::with_sink`] (temp file, fsync,
+//!     rename, directory fsync, on the L2 worker thread) and only then take the value and
+//!     answer OK. If it cannot be stored: BlockError 5 "SET not possible by local reasons" and
+//!     the old value stays (docs/decisions.md).
 //!   - Invalid name or IP suite: BlockError 3 "suboption not set". DHCP (option 3),
 //!     DeviceInitiative (6) and unknown options: 1 "option unsupported". Read-only or unknown
 //!     suboptions (MAC, DeviceVendor, DeviceID, ...): 2 "suboption unsupported".
@@ -43,7 +49,7 @@ use pn_protocol::wire::dcp::{
 };
 use pn_protocol::wire::ethernet::MacAddr;
 
-use crate::dataplane::{ResetMode, StackEvent};
+use crate::dataplane::{EventSink, ResetMode, StackEvent};
 
 /// Hello repetitions at start.
 pub const HELLO_COUNT: u8 = 3;
@@ -150,6 +156,8 @@ pub struct DcpResponder {
     delayed: DelayedResponses<Vec<u8>>,
     hello_left: u8,
     next_hello: Option<Instant>,
+    /// Where remanent changes are committed before a Set is answered (`None`: not stored).
+    sink: Option<EventSink>,
 }
 
 /// BlockError for Set and Get of (option, suboption) we do not handle.
@@ -197,6 +205,28 @@ impl DcpResponder {
             delayed: DelayedResponses::new(MAX_DELAYED),
             hello_left: if hello { HELLO_COUNT } else { 0 },
             next_hello: hello.then_some(now),
+            sink: None,
+        }
+    }
+
+    /// Commit remanent changes (name, IP, resets) through `sink` before answering a Set
+    /// ([`EventSink::commit`]; the runtime stores them durably).
+    pub fn with_sink(mut self, sink: EventSink) -> DcpResponder {
+        self.sink = Some(sink);
+        self
+    }
+
+    /// Store the remanent part of `ev` before the Set is answered; `false` = not stored.
+    fn durable(&self, ev: &DcpEvent) -> bool {
+        let (Some(sink), Some(se)) = (&self.sink, ev.to_stack_event(None)) else {
+            return true;
+        };
+        match sink.commit(&se) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!("DCP Set refused, the value cannot be stored: {e}");
+                false
+            }
         }
     }
 
@@ -532,15 +562,19 @@ impl DcpResponder {
         if changed && self.ar_active {
             return BlockError::IN_OPERATION;
         }
-        self.id.ip = ip;
-        self.id.mask = mask;
-        self.id.gateway = gateway;
-        events.push(DcpEvent::IpAssigned {
+        let ev = DcpEvent::IpAssigned {
             ip,
             mask,
             gateway,
             permanent,
-        });
+        };
+        if !self.durable(&ev) {
+            return BlockError::SET_NOT_POSSIBLE;
+        }
+        self.id.ip = ip;
+        self.id.mask = mask;
+        self.id.gateway = gateway;
+        events.push(ev);
         BlockError::OK
     }
 
@@ -561,13 +595,20 @@ impl DcpResponder {
                     }
                 };
                 let changed = name != self.id.station_name;
+                let ev = DcpEvent::NameAssigned {
+                    name: name.clone(),
+                    permanent,
+                };
+                if !self.durable(&ev) {
+                    return BlockError::SET_NOT_POSSIBLE;
+                }
                 if changed && self.ar_active {
                     events.push(DcpEvent::AbortArs {
                         reason: "DCP station name changed",
                     });
                 }
-                self.id.station_name = name.clone();
-                events.push(DcpEvent::NameAssigned { name, permanent });
+                self.id.station_name = name;
+                events.push(ev);
                 BlockError::OK
             }
             DcpValue::Start | DcpValue::Stop => BlockError::OK,
@@ -589,6 +630,10 @@ impl DcpResponder {
     }
 
     fn reset(&mut self, q: u16, mode: ResetMode, events: &mut Vec<DcpEvent>) -> BlockError {
+        let ev = DcpEvent::ResetToFactory { qualifier: q, mode };
+        if !self.durable(&ev) {
+            return BlockError::SET_NOT_POSSIBLE;
+        }
         if self.ar_active {
             events.push(DcpEvent::AbortArs {
                 reason: "DCP reset to factory",
@@ -596,7 +641,7 @@ impl DcpResponder {
         }
         let (n, i, m, g) = self.configured.clone();
         self.reset_to(&n, i, m, g);
-        events.push(DcpEvent::ResetToFactory { qualifier: q, mode });
+        events.push(ev);
         BlockError::OK
     }
 }

@@ -3,8 +3,10 @@
 //!
 //! Wiring (done by the plane in `mod.rs`):
 //! * the raw receive thread passes every DCP frame (FrameID 0xFEFC..=0xFEFF) and every LLDP
-//!   frame (EtherType 0x88CC) to [`L2Services::on_frame`] (a copy into a channel: the receive
-//!   thread never waits for DCP work);
+//!   frame (EtherType 0x88CC) to [`L2Services::on_frame`], which admits it by rate
+//!   ([`Admission`]: token buckets per class, see docs/decisions.md "Floods") and copies the
+//!   admitted ones into a bounded channel (the receive thread never waits for DCP work and a
+//!   flood neither queues without bound nor makes the device answer every request);
 //! * the link monitor passes every change to [`L2Services::on_link`];
 //! * the connection manager reports AR establishment/release with
 //!   [`L2Services::set_ar_active`] (DCP Set rules) and receives AR aborts requested by DCP
@@ -115,6 +117,113 @@ pub struct L2Status {
     /// SNMP / LLMNR responder state ("running on ..." or why not).
     pub snmp: String,
     pub llmnr: String,
+    /// Frames not processed because their class exceeded its rate ([`Admission`]): DCP sent
+    /// to a multicast/broadcast address (Identify All/Name, Hello), DCP sent to this device,
+    /// LLDP.
+    pub dcp_multicast_rate_limited: u64,
+    pub dcp_unicast_rate_limited: u64,
+    pub lldp_rate_limited: u64,
+    /// Admitted frames dropped because the `pn-l2` thread's queue was full.
+    pub l2_queue_full: u64,
+}
+
+/// Rate limits of the L2 frame classes (frames per second, burst). The reasoning is in
+/// docs/decisions.md "Floods".
+pub const DCP_MULTICAST_LIMIT: (u64, u64) = (50, 50);
+pub const DCP_UNICAST_LIMIT: (u64, u64) = (200, 50);
+pub const LLDP_LIMIT: (u64, u64) = (20, 20);
+/// Frames queued for the `pn-l2` thread at most.
+pub const QUEUE_LEN: usize = 128;
+
+/// A token bucket in nanosecond units: `rate` tokens per second, at most `burst` stored.
+#[derive(Debug, Clone)]
+struct Bucket {
+    /// Tokens x 1e9.
+    nano_tokens: u64,
+    rate: u64,
+    burst: u64,
+    last_ns: u64,
+}
+
+impl Bucket {
+    fn new((rate, burst): (u64, u64), now_ns: u64) -> Bucket {
+        Bucket {
+            nano_tokens: burst.saturating_mul(1_000_000_000),
+            rate,
+            burst,
+            last_ns: now_ns,
+        }
+    }
+
+    fn take(&mut self, now_ns: u64) -> bool {
+        let dt = now_ns.saturating_sub(self.last_ns);
+        self.last_ns = self.last_ns.max(now_ns);
+        self.nano_tokens = self
+            .nano_tokens
+            .saturating_add(dt.saturating_mul(self.rate))
+            .min(self.burst.saturating_mul(1_000_000_000));
+        if self.nano_tokens >= 1_000_000_000 {
+            self.nano_tokens -= 1_000_000_000;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// Class of an L2 frame for [`Admission`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum L2Class {
+    /// DCP to a multicast or broadcast address (Identify All / by name, Hello of others).
+    DcpMulticast,
+    /// DCP to this device's MAC (Get, Set, unicast Identify, responses).
+    DcpUnicast,
+    Lldp,
+}
+
+impl L2Class {
+    /// Classify by destination and EtherType (the caller checked [`wants`]).
+    pub fn of(frame: &[u8]) -> L2Class {
+        let et = match frame.get(12..14) {
+            Some([0x81, 0x00]) => frame.get(16..18),
+            other => other,
+        };
+        if et == Some(&[0x88, 0xcc][..]) {
+            L2Class::Lldp
+        } else if frame.first().is_some_and(|b| b & 1 != 0) {
+            L2Class::DcpMulticast
+        } else {
+            L2Class::DcpUnicast
+        }
+    }
+}
+
+/// Rate admission of L2 frames on the receive thread: one token bucket per [`L2Class`].
+/// Allocation-free; a rejected frame costs a classification and a clock read.
+#[derive(Debug, Clone)]
+pub struct Admission {
+    dcp_multicast: Bucket,
+    dcp_unicast: Bucket,
+    lldp: Bucket,
+}
+
+impl Admission {
+    pub fn new(now_ns: u64) -> Admission {
+        Admission {
+            dcp_multicast: Bucket::new(DCP_MULTICAST_LIMIT, now_ns),
+            dcp_unicast: Bucket::new(DCP_UNICAST_LIMIT, now_ns),
+            lldp: Bucket::new(LLDP_LIMIT, now_ns),
+        }
+    }
+
+    /// May a frame of `class` be processed at `now_ns` (monotonic nanoseconds)?
+    pub fn admit(&mut self, class: L2Class, now_ns: u64) -> bool {
+        match class {
+            L2Class::DcpMulticast => self.dcp_multicast.take(now_ns),
+            L2Class::DcpUnicast => self.dcp_unicast.take(now_ns),
+            L2Class::Lldp => self.lldp.take(now_ns),
+        }
+    }
 }
 
 enum Msg {
@@ -131,11 +240,32 @@ struct Counters {
     dcp_rx: AtomicU64,
     dcp_tx: AtomicU64,
     signals: AtomicU64,
+    dcp_multicast_limited: AtomicU64,
+    dcp_unicast_limited: AtomicU64,
+    lldp_limited: AtomicU64,
+    queue_full: AtomicU64,
+}
+
+impl Counters {
+    /// Copy the counters into `s` (both the worker's `publish` and [`L2Services::status`]).
+    fn fill(&self, s: &mut L2Status) {
+        s.lldp_tx_frames = self.lldp_tx.load(Ordering::Relaxed);
+        s.dcp_rx_requests = self.dcp_rx.load(Ordering::Relaxed);
+        s.dcp_tx_responses = self.dcp_tx.load(Ordering::Relaxed);
+        s.dcp_signal_count = self.signals.load(Ordering::Relaxed);
+        s.dcp_multicast_rate_limited = self.dcp_multicast_limited.load(Ordering::Relaxed);
+        s.dcp_unicast_rate_limited = self.dcp_unicast_limited.load(Ordering::Relaxed);
+        s.lldp_rate_limited = self.lldp_limited.load(Ordering::Relaxed);
+        s.l2_queue_full = self.queue_full.load(Ordering::Relaxed);
+    }
 }
 
 /// The running L2 services.
 pub struct L2Services {
-    tx: mpsc::Sender<Msg>,
+    tx: mpsc::SyncSender<Msg>,
+    /// Rate admission of received frames (locked by the receive thread only).
+    admission: Mutex<Admission>,
+    t0: std::time::Instant,
     status: Arc<Mutex<L2Status>>,
     counters: Arc<Counters>,
     thread: Option<JoinHandle<()>>,
@@ -213,10 +343,7 @@ impl Worker {
             s.mau_type = self.link.mau_type;
             s.mau_type_substituted = self.link.mau_substituted;
             s.lldp_neighbour = neighbour;
-            s.lldp_tx_frames = self.counters.lldp_tx.load(Ordering::Relaxed);
-            s.dcp_rx_requests = self.counters.dcp_rx.load(Ordering::Relaxed);
-            s.dcp_tx_responses = self.counters.dcp_tx.load(Ordering::Relaxed);
-            s.dcp_signal_count = self.counters.signals.load(Ordering::Relaxed);
+            self.counters.fill(&mut s);
         }
     }
 
@@ -386,7 +513,9 @@ impl L2Services {
         let now = mono_now(t0);
         let id = cfg.identity.clone();
         let (cn, ci, cm, cg) = cfg.configured.clone();
-        let dcp = DcpResponder::new(id.clone(), now).with_configured(&cn, ci, cm, cg);
+        let dcp = DcpResponder::new(id.clone(), now)
+            .with_configured(&cn, ci, cm, cg)
+            .with_sink(events.clone());
         let mut lldp = LldpAgent::new(id.mac, &id.station_name, id.ip, &cfg.im0, cfg.ifindex, now);
         lldp.set_link(&link, now);
         let status = Arc::new(Mutex::new(L2Status::default()));
@@ -459,12 +588,14 @@ impl L2Services {
             // The effective IP (configured or persisted permanent DCP IP) goes on the NIC.
             let _ = worker.apply(id.ip, id.mask, id.gateway);
         }
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = mpsc::sync_channel(QUEUE_LEN);
         let thread = std::thread::Builder::new()
             .name("pn-l2".into())
             .spawn(move || worker.run(rx, t0))?;
         Ok(L2Services {
             tx,
+            admission: Mutex::new(Admission::new(0)),
+            t0,
             status,
             counters,
             thread: Some(thread),
@@ -473,9 +604,28 @@ impl L2Services {
         })
     }
 
-    /// A received DCP or LLDP frame (copied; never blocks).
+    /// A received DCP or LLDP frame: admitted by rate ([`Admission`]), then copied into the
+    /// bounded queue of the `pn-l2` thread. Never blocks; a rejected frame is counted and
+    /// costs no allocation.
     pub fn on_frame(&self, frame: &[u8]) {
-        let _ = self.tx.send(Msg::Frame(frame.to_vec()));
+        let class = L2Class::of(frame);
+        let now_ns = self.t0.elapsed().as_nanos() as u64;
+        let admitted = match self.admission.lock() {
+            Ok(mut a) => a.admit(class, now_ns),
+            Err(p) => p.into_inner().admit(class, now_ns),
+        };
+        if !admitted {
+            let c = match class {
+                L2Class::DcpMulticast => &self.counters.dcp_multicast_limited,
+                L2Class::DcpUnicast => &self.counters.dcp_unicast_limited,
+                L2Class::Lldp => &self.counters.lldp_limited,
+            };
+            c.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        if let Err(mpsc::TrySendError::Full(_)) = self.tx.try_send(Msg::Frame(frame.to_vec())) {
+            self.counters.queue_full.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     pub fn on_link(&self, link: LinkInfo) {
@@ -493,10 +643,7 @@ impl L2Services {
 
     pub fn status(&self) -> L2Status {
         let mut s = self.status.lock().map(|s| s.clone()).unwrap_or_default();
-        s.lldp_tx_frames = self.counters.lldp_tx.load(Ordering::Relaxed);
-        s.dcp_rx_requests = self.counters.dcp_rx.load(Ordering::Relaxed);
-        s.dcp_tx_responses = self.counters.dcp_tx.load(Ordering::Relaxed);
-        s.dcp_signal_count = self.counters.signals.load(Ordering::Relaxed);
+        self.counters.fill(&mut s);
         s
     }
 
@@ -548,6 +695,69 @@ mod tests {
         t[18..20].copy_from_slice(&[0xfe, 0xfd]);
         assert!(wants(&t));
         assert!(!wants(&[0u8; 10]));
+    }
+
+    fn dcp_frame(dst: [u8; 6]) -> Vec<u8> {
+        let mut f = vec![0u8; 60];
+        f[0..6].copy_from_slice(&dst);
+        f[12..14].copy_from_slice(&[0x88, 0x92]);
+        f[14..16].copy_from_slice(&[0xfe, 0xfe]);
+        f
+    }
+
+    #[test]
+    fn classes() {
+        assert_eq!(
+            L2Class::of(&dcp_frame([0x01, 0x0e, 0xcf, 0, 0, 0])),
+            L2Class::DcpMulticast
+        );
+        assert_eq!(L2Class::of(&dcp_frame([0xff; 6])), L2Class::DcpMulticast);
+        assert_eq!(
+            L2Class::of(&dcp_frame([2, 0, 0, 0, 0, 1])),
+            L2Class::DcpUnicast
+        );
+        let mut l = dcp_frame([0x01, 0x80, 0xc2, 0, 0, 0x0e]);
+        l[12..14].copy_from_slice(&[0x88, 0xcc]);
+        assert_eq!(L2Class::of(&l), L2Class::Lldp);
+        let mut t = vec![0u8; 64];
+        t[0] = 0x01;
+        t[12..14].copy_from_slice(&[0x81, 0x00]);
+        t[16..18].copy_from_slice(&[0x88, 0xcc]);
+        assert_eq!(L2Class::of(&t), L2Class::Lldp);
+        assert_eq!(L2Class::of(&[]), L2Class::DcpUnicast);
+    }
+
+    /// A 10 000 frames/s storm of each class for 3 s admits the burst plus the rate per
+    /// second, and a storm of one class does not take the tokens of another.
+    #[test]
+    fn admission_bounds_each_class_separately() {
+        let mut a = Admission::new(0);
+        let (mut mc, mut lldp, mut uc) = (0u64, 0u64, 0u64);
+        // 30 000 multicast DCP and LLDP frames 100 us apart; one unicast request every 10 ms.
+        for i in 0..30_000u64 {
+            let now = i * 100_000;
+            mc += u64::from(a.admit(L2Class::DcpMulticast, now));
+            lldp += u64::from(a.admit(L2Class::Lldp, now));
+            if i % 100 == 0 {
+                uc += u64::from(a.admit(L2Class::DcpUnicast, now));
+            }
+        }
+        let secs = 3;
+        let bound = |(rate, burst): (u64, u64)| burst + rate * secs;
+        assert!(mc <= bound(DCP_MULTICAST_LIMIT), "{mc}");
+        assert!(mc >= DCP_MULTICAST_LIMIT.0 * secs, "{mc}");
+        assert!(lldp <= bound(LLDP_LIMIT), "{lldp}");
+        assert!(lldp >= LLDP_LIMIT.0 * secs, "{lldp}");
+        // 100 unicast requests per second are below their own limit: all admitted.
+        assert_eq!(uc, 300);
+        // After a quiet second the burst is available again.
+        let later = 4_000_000_000;
+        for _ in 0..DCP_MULTICAST_LIMIT.1 {
+            assert!(a.admit(L2Class::DcpMulticast, later));
+        }
+        assert!(!a.admit(L2Class::DcpMulticast, later));
+        // A clock that goes backwards (never on CLOCK_MONOTONIC) neither panics nor refills.
+        assert!(!a.admit(L2Class::DcpMulticast, 0));
     }
 }
 

@@ -311,20 +311,37 @@ impl Records {
         }
     }
 
-    /// Write a record. `Ok(Some(event))` when the runtime must persist it.
+    /// Write a record. A remanent record (I&M1-4, user records) is first handed to `commit`,
+    /// which stores it durably (the runtime's [`crate::dataplane::EventSink::commit`]); only
+    /// when that succeeded is the value taken here and `Ok(Some(event))` returned (the event
+    /// to send to the runtime). A failed commit is the negative response ErrorCode1 0xA1
+    /// "application: write error", ErrorCode2 0, and the record keeps its old value.
     pub fn write(
         &mut self,
         a: &RecordAddress,
         data: &[u8],
+        commit: impl FnOnce(&StackEvent) -> Result<(), String>,
     ) -> Result<Option<StackEvent>, PnioStatus> {
         if !self.exists(a.slot, a.subslot) {
             return Err(rw_error::write(rw_error::ACC_INVALID_SLOT_SUBSLOT, 0));
         }
-        let ev = |data: &[u8]| StackEvent::RecordWritten {
+        let ev = StackEvent::RecordWritten {
             slot: a.slot,
             subslot: a.subslot,
             index: a.index,
             data: data.to_vec(),
+        };
+        let durable = |ev: StackEvent| match commit(&ev) {
+            Ok(()) => Ok(Some(ev)),
+            Err(e) => {
+                tracing::error!(
+                    "record {}/{} index {:#06x} not written: {e}",
+                    a.slot,
+                    a.subslot,
+                    a.index
+                );
+                Err(rw_error::write(rw_error::APP_WRITE_ERROR, 0))
+            }
         };
         match a.index {
             index::IM0 => Err(rw_error::write(rw_error::ACC_ACCESS_DENIED, 0)),
@@ -336,6 +353,7 @@ impl Records {
                 let expected_type = 0x0020 + (i - index::IM0);
                 match ImRecord::parse(data) {
                     Ok(rec) if rec.block_type() == expected_type => {
+                        let ev = durable(ev)?;
                         match &rec {
                             ImRecord::Im1(r) => {
                                 self.im.tag_function = r.tag_function.clone();
@@ -347,15 +365,16 @@ impl Records {
                             _ => {}
                         }
                         self.im_raw.insert(i, data.to_vec());
-                        Ok(Some(ev(data)))
+                        Ok(ev)
                     }
                     Ok(_) => Err(rw_error::write(rw_error::ACC_INVALID_TYPE, 0)),
                     Err(_) => Err(rw_error::write(rw_error::ACC_WRITE_LENGTH_ERROR, 0)),
                 }
             }
             i if i <= index::USER_MAX => {
+                let ev = durable(ev)?;
                 self.user.insert((a.slot, a.subslot, i), data.to_vec());
-                Ok(Some(ev(data)))
+                Ok(ev)
             }
             // Parameter records a controller writes during start-up (PDPortDataCheck,
             // PDInterfaceAdjust, ...): accepted and kept for this run only.
@@ -446,7 +465,7 @@ mod tests {
         .to_bytes()
         .unwrap();
         let a = RecordAddress::new(0, 0, 1, index::IM1);
-        let ev = r.write(&a, &rec).unwrap();
+        let ev = r.write(&a, &rec, |_| Ok(())).unwrap();
         assert!(matches!(
             ev,
             Some(StackEvent::RecordWritten { index: 0xAFF1, .. })
@@ -455,7 +474,52 @@ mod tests {
         assert_eq!(r.im.tag_function.trim_end(), "PUMP");
         // Wrong block type for the index.
         let e = r
-            .write(&RecordAddress::new(0, 0, 1, index::IM2), &rec)
+            .write(&RecordAddress::new(0, 0, 1, index::IM2), &rec, |_| Ok(()))
+            .unwrap_err();
+        assert_eq!(e.to_bytes()[..3], [0xDF, 0x80, 0xB9]);
+    }
+
+    /// A record that cannot be stored is answered with "application: write error" and keeps
+    /// its old value; a valid write the commit refuses is never visible.
+    #[test]
+    fn failed_commit_is_a_write_error_and_changes_nothing() {
+        let mut r = records();
+        let im1 = |f: &str| {
+            ImRecord::Im1(Im1 {
+                tag_function: f.into(),
+                tag_location: "HALL".into(),
+            })
+            .to_bytes()
+            .unwrap()
+        };
+        let a = RecordAddress::new(0, 0, 1, index::IM1);
+        r.write(&a, &im1("OLD"), |_| Ok(())).unwrap();
+        let mut seen = Vec::new();
+        let e = r
+            .write(&a, &im1("NEW"), |ev| {
+                seen.push(ev.clone());
+                Err("disk full".into())
+            })
+            .unwrap_err();
+        assert_eq!(e.to_bytes(), [0xDF, 0x80, 0xA1, 0x00]);
+        assert!(matches!(
+            seen.as_slice(),
+            [StackEvent::RecordWritten { index: 0xAFF1, .. }]
+        ));
+        assert_eq!(r.read(&a).unwrap(), im1("OLD"));
+        assert_eq!(r.im.tag_function.trim_end(), "OLD");
+        // User record: not readable after a refused commit.
+        let u = RecordAddress::new(0, 0, 1, 0x0010);
+        let e = r
+            .write(&u, &[1, 2, 3], |_| Err("read-only".into()))
+            .unwrap_err();
+        assert_eq!(e.to_bytes(), [0xDF, 0x80, 0xA1, 0x00]);
+        assert!(r.read(&u).is_err());
+        // Invalid requests are refused before anything is committed.
+        let e = r
+            .write(&RecordAddress::new(0, 0, 1, index::IM2), &im1("X"), |_| {
+                panic!("an invalid write must not be committed")
+            })
             .unwrap_err();
         assert_eq!(e.to_bytes()[..3], [0xDF, 0x80, 0xB9]);
     }
