@@ -17,7 +17,6 @@
 
 use std::convert::Infallible;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,15 +26,16 @@ use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 use tracing::{debug, warn};
 
-use crate::dataplane::{DiagnosisEntry, ResetMode};
-use crate::runtime::{DiagAction, Runtime};
-use crate::util::{now_rfc3339, parse_hex};
+use crate::runtime::Runtime;
+use crate::util::now_rfc3339;
+
+pub mod body;
 
 /// The fixed port (spec 8).
 pub const DEFAULT_PORT: u16 = 18840;
@@ -278,96 +278,16 @@ fn body_error(e: BodyError) -> Resp {
 }
 
 /// A 400 whose message echoes the request body text (spec 7.2).
-fn bad(code: &str, reason: &str, body: &[u8]) -> Resp {
+fn bad(r: body::Rejection, body: &[u8]) -> Resp {
     track1(
         StatusCode::BAD_REQUEST,
-        code,
-        format!("{reason}; request body: {}", String::from_utf8_lossy(body)),
+        r.code,
+        format!(
+            "{}; request body: {}",
+            r.reason,
+            String::from_utf8_lossy(body)
+        ),
     )
-}
-
-/// Parse a JSON object body. Empty body is `None` when `allow_empty`.
-fn parse_object(body: &[u8], allow_empty: bool) -> Result<Option<Map<String, Value>>, Resp> {
-    if body.iter().all(|b| b.is_ascii_whitespace()) {
-        return if allow_empty {
-            Ok(None)
-        } else {
-            Err(bad(
-                code::INVALID_BODY,
-                "a JSON object body is required",
-                body,
-            ))
-        };
-    }
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(m)) => Ok(Some(m)),
-        Ok(_) => Err(bad(
-            code::INVALID_BODY,
-            "the body must be a JSON object",
-            body,
-        )),
-        Err(e) => Err(bad(
-            code::INVALID_BODY,
-            &format!("the body is not valid JSON ({e})"),
-            body,
-        )),
-    }
-}
-
-/// An integer field in `lo..=hi`. `Ok(None)` when absent (or null).
-fn int_field(
-    m: &Map<String, Value>,
-    name: &str,
-    lo: i64,
-    hi: i64,
-    body: &[u8],
-) -> Result<Option<i64>, Resp> {
-    match m.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => match n.as_i64() {
-            Some(v) if (lo..=hi).contains(&v) => Ok(Some(v)),
-            Some(v) => Err(bad(
-                code::OUT_OF_RANGE,
-                &format!("'{name}' is {v}, allowed {lo}..{hi}"),
-                body,
-            )),
-            None if n.as_u64().is_some() => Err(bad(
-                code::OUT_OF_RANGE,
-                &format!("'{name}' is out of range"),
-                body,
-            )),
-            None => Err(bad(
-                code::INVALID_BODY,
-                &format!("'{name}' must be an integer"),
-                body,
-            )),
-        },
-        Some(_) => Err(bad(
-            code::INVALID_BODY,
-            &format!("'{name}' must be an integer"),
-            body,
-        )),
-    }
-}
-
-fn required<T>(v: Option<T>, name: &str, body: &[u8]) -> Result<T, Resp> {
-    v.ok_or_else(|| bad(code::INVALID_BODY, &format!("'{name}' is required"), body))
-}
-
-fn str_field<'a>(
-    m: &'a Map<String, Value>,
-    name: &str,
-    body: &[u8],
-) -> Result<Option<&'a str>, Resp> {
-    match m.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(bad(
-            code::INVALID_BODY,
-            &format!("'{name}' must be a string"),
-            body,
-        )),
-    }
 }
 
 async fn handle(req: Request<Incoming>, ctx: Arc<Ctx>) -> Resp {
@@ -443,164 +363,50 @@ async fn handle(req: Request<Incoming>, ctx: Arc<Ctx>) -> Resp {
         (Method::GET, "/api/alarms/history") => ok(json!(rt.alarms_history())),
         (Method::GET, "/api/im") => ok(rt.im()),
         (Method::GET, "/api/records") => ok(rt.records()),
-        (Method::POST, "/api/io") => post_io(rt, &body).await,
-        (Method::POST, "/api/alarms/ack") => {
-            let m = match parse_object(&body, false) {
-                Ok(m) => m.unwrap_or_default(),
-                Err(r) => return r,
-            };
-            let id = match str_field(&m, "id", &body).and_then(|v| required(v, "id", &body)) {
-                Ok(id) => id,
-                Err(r) => return r,
-            };
-            ok(rt.ack(id))
-        }
+        (Method::POST, "/api/io") => match body::parse_io(&body) {
+            Ok(w) => match rt.io_write(w.offset, &w.data).await {
+                Ok(v) => ok(v),
+                Err(e) => bad(
+                    body::Rejection {
+                        code: code::OUT_OF_RANGE,
+                        reason: e.to_string(),
+                    },
+                    &body,
+                ),
+            },
+            Err(r) => bad(r, &body),
+        },
+        (Method::POST, "/api/alarms/ack") => match body::parse_alarm_ack(&body) {
+            Ok(id) => ok(rt.ack(&id)),
+            Err(r) => bad(r, &body),
+        },
         (Method::POST, "/api/alarms/ack-all") => ok(rt.ack_all()),
         (Method::POST, "/api/start") => ok(rt.start().await),
         (Method::POST, "/api/stop") => ok(rt.stop().await),
-        (Method::POST, "/api/reset") => {
-            let m = match parse_object(&body, false) {
-                Ok(m) => m.unwrap_or_default(),
-                Err(r) => return r,
-            };
-            let mode = match str_field(&m, "mode", &body).and_then(|v| required(v, "mode", &body)) {
-                Ok(m) => m,
-                Err(r) => return r,
-            };
-            let mode = match mode {
-                "communication" => ResetMode::Communication,
-                "factory" => ResetMode::Factory,
-                _ => {
-                    return bad(
-                        code::OUT_OF_RANGE,
-                        "'mode' must be \"communication\" or \"factory\"",
-                        &body,
-                    )
-                }
-            };
-            ok(rt.reset(mode).await)
-        }
+        (Method::POST, "/api/reset") => match body::parse_reset(&body) {
+            Ok(mode) => ok(rt.reset(mode).await),
+            Err(r) => bad(r, &body),
+        },
         (Method::POST, "/api/high-resolution-timer") => {
-            let m = match parse_object(&body, false) {
-                Ok(m) => m.unwrap_or_default(),
-                Err(r) => return r,
-            };
-            match m.get("enable") {
-                Some(Value::Bool(b)) => ok(rt.set_high_resolution_timer(*b)),
-                None | Some(Value::Null) => bad(code::INVALID_BODY, "'enable' is required", &body),
-                Some(_) => bad(code::INVALID_BODY, "'enable' must be a boolean", &body),
+            match body::parse_high_resolution_timer(&body) {
+                Ok(enable) => ok(rt.set_high_resolution_timer(enable)),
+                Err(r) => bad(r, &body),
             }
         }
-        (Method::POST, "/api/config/reload") => {
-            let m = match parse_object(&body, true) {
-                Ok(m) => m.unwrap_or_default(),
-                Err(r) => return r,
-            };
-            let path = match str_field(&m, "path", &body) {
-                Ok(p) => p.filter(|p| !p.is_empty()).map(PathBuf::from),
-                Err(r) => return r,
-            };
-            ok(rt.reload(path).await)
-        }
-        (Method::POST, "/api/diag") => post_diag(rt, &body),
+        (Method::POST, "/api/config/reload") => match body::parse_config_reload(&body) {
+            Ok(path) => ok(rt.reload(path).await),
+            Err(r) => bad(r, &body),
+        },
+        (Method::POST, "/api/diag") => match body::parse_diag(&body) {
+            Ok(d) => ok(rt.diag_write(d.action, d.entry)),
+            Err(r) => bad(r, &body),
+        },
         _ => track1(
             StatusCode::NOT_FOUND,
             code::NOT_FOUND,
             format!("no resource {method} {path}"),
         ),
     }
-}
-
-async fn post_io(rt: &Runtime, body: &[u8]) -> Resp {
-    let m = match parse_object(body, false) {
-        Ok(m) => m.unwrap_or_default(),
-        Err(r) => return r,
-    };
-    let offset = match int_field(&m, "offset", 0, i64::MAX, body)
-        .and_then(|v| required(v, "offset", body))
-    {
-        Ok(o) => o,
-        Err(r) => return r,
-    };
-    let data = match str_field(&m, "data", body).and_then(|v| required(v, "data", body)) {
-        Ok(d) => d,
-        Err(r) => return r,
-    };
-    let Some(bytes) = parse_hex(data) else {
-        return bad(
-            code::INVALID_BODY,
-            "'data' must be an even number of hexadecimal digits (no prefix, no separators)",
-            body,
-        );
-    };
-    if bytes.is_empty() {
-        return bad(
-            code::INVALID_BODY,
-            "'data' must contain at least one byte",
-            body,
-        );
-    }
-    let Ok(offset) = usize::try_from(offset) else {
-        return bad(code::OUT_OF_RANGE, "'offset' out of range", body);
-    };
-    match rt.io_write(offset, &bytes).await {
-        Ok(v) => ok(v),
-        Err(e) => bad(code::OUT_OF_RANGE, &e.to_string(), body),
-    }
-}
-
-fn post_diag(rt: &Runtime, body: &[u8]) -> Resp {
-    let m = match parse_object(body, false) {
-        Ok(m) => m.unwrap_or_default(),
-        Err(r) => return r,
-    };
-    let r = (|| -> Result<Resp, Resp> {
-        let action = match str_field(&m, "action", body)? {
-            None | Some("add") => DiagAction::Add,
-            Some("update") => DiagAction::Update,
-            Some("remove") => DiagAction::Remove,
-            Some(_) => {
-                return Err(bad(
-                    code::OUT_OF_RANGE,
-                    "'action' must be \"add\", \"update\" or \"remove\"",
-                    body,
-                ))
-            }
-        };
-        let slot = required(int_field(&m, "slot", 0, 0x7FFF, body)?, "slot", body)?;
-        let subslot = required(int_field(&m, "subslot", 0, 0xFFFF, body)?, "subslot", body)?;
-        let channel = int_field(&m, "channel", 0, 0xFFFF, body)?.unwrap_or(0);
-        let error_type = required(
-            int_field(&m, "errorType", 0, 0xFFFF, body)?,
-            "errorType",
-            body,
-        )?;
-        let severity = int_field(&m, "severity", 0, 3, body)?;
-        let severity = match action {
-            DiagAction::Remove => severity.unwrap_or(0),
-            _ => required(severity, "severity", body)?,
-        };
-        let text = str_field(&m, "text", body)?.unwrap_or("");
-        if text.len() > 256 {
-            return Err(bad(
-                code::OUT_OF_RANGE,
-                "'text' longer than 256 bytes",
-                body,
-            ));
-        }
-        Ok(ok(rt.diag_write(
-            action,
-            DiagnosisEntry {
-                slot: slot as u16,
-                subslot: subslot as u16,
-                channel: channel as u16,
-                error_type: error_type as u16,
-                severity: severity as u8,
-                text: text.to_string(),
-            },
-        )))
-    })();
-    r.unwrap_or_else(|e| e)
 }
 
 #[cfg(test)]

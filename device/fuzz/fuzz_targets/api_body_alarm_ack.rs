@@ -1,0 +1,22 @@
+#![no_main]
+//! The `POST /api/alarms/ack` body parser: any bytes give a typed
+//! request or a rejection (never a panic), parsing is deterministic, and an accepted request satisfies the endpoint's constraints.
+
+use libfuzzer_sys::fuzz_target;
+use pn_device::api::body;
+
+fuzz_target!(|data: &[u8]| {
+    let first = body::parse_alarm_ack(data);
+    assert_eq!(
+        first,
+        body::parse_alarm_ack(data),
+        "parse is not deterministic"
+    );
+    match first {
+        Ok(id) => assert!(id.len() <= data.len()),
+        Err(r) => assert!(
+            !r.reason.is_empty() && r.code.starts_with("PnS.Api."),
+            "{r:?}"
+        ),
+    }
+});
