@@ -16,7 +16,12 @@ cargo build --workspace --bins
 
 echo "== cargo test --workspace"
 # Most integration tests wait on the network, not the CPU: more test threads than cores.
-cargo test --workspace --all-targets -- --test-threads 4
+# `--test-threads` is a libtest flag: criterion's bench harness rejects it, so the benches run
+# in their own step (criterion's test mode runs every benchmark once). --no-fail-fast: one
+# failing test binary must not hide the results of the others.
+cargo test --workspace --no-fail-fast --lib --bins --tests --examples -- --test-threads 4
+echo "== benches in test mode (each benchmark runs once)"
+cargo test --workspace --no-fail-fast --benches
 cargo test --workspace --doc
 
 if [ -x ci/fuzz-smoke.sh ]; then
