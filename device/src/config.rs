@@ -24,6 +24,9 @@ use crate::image::clamp_area_len;
 pub const DEFAULT_SETTINGS_JSON: &str = include_str!("../config/settings.default.json");
 /// The embedded default runtime configuration (used when `Paths:RuntimeConfig` is empty).
 pub const DEFAULT_CONFIG_XML: &str = include_str!("../config/default.xml");
+/// The VendorID of the shipped configurations: no PI-assigned ID (0x0493, used by p-net's
+/// examples, belongs to RT-Labs). Operators set their own; the daemon warns while it is in use.
+pub const PLACEHOLDER_VENDOR_ID: u16 = 0xFFFF;
 /// Name shown for the embedded configuration in messages and the fingerprint.
 pub const EMBEDDED_CONFIG_NAME: &str = "<embedded default>";
 
@@ -367,6 +370,19 @@ fn parse_sw_revision(s: &str) -> Option<(char, u8, u8, u8)> {
 impl RuntimeConfig {
     /// Load the XML from a file (`None` = embedded default).
     pub fn load(path: Option<&Path>) -> Result<RuntimeConfig, String> {
+        let cfg = Self::load_quietly(path)?;
+        if cfg.vendor_id == PLACEHOLDER_VENDOR_ID {
+            // A PLC checks VendorID/DeviceID against the GSDML it was given; 0xFFFF works for a
+            // lab but is nobody's PI vendor ID (docs/decisions.md, "Vendor ID").
+            tracing::warn!(
+                "VendorID 0xFFFF is the shipped placeholder: set the vendor ID PI assigned to you \
+                 (and regenerate the GSDML) before using this device in a plant"
+            );
+        }
+        Ok(cfg)
+    }
+
+    fn load_quietly(path: Option<&Path>) -> Result<RuntimeConfig, String> {
         match path {
             None => RuntimeConfig::parse(DEFAULT_CONFIG_XML, EMBEDDED_CONFIG_NAME),
             Some(p) => {
@@ -651,5 +667,25 @@ mod tests {
             }
         }
         assert!(n >= 2);
+    }
+
+    #[test]
+    fn shipped_configurations_use_the_placeholder_vendor_id() {
+        // Nobody's PI vendor ID ships by default (0x0493 is RT-Labs'): the embedded default
+        // and every example carry the placeholder the daemon warns about.
+        let c = RuntimeConfig::load(None).unwrap();
+        assert_eq!(c.vendor_id, PLACEHOLDER_VENDOR_ID);
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/config/examples");
+        let mut n = 0;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().map_or(true, |x| x != "xml") {
+                continue;
+            }
+            let c = RuntimeConfig::load(Some(&p)).unwrap();
+            assert_eq!(c.vendor_id, PLACEHOLDER_VENDOR_ID, "{}", p.display());
+            n += 1;
+        }
+        assert!(n >= 2, "examples found: {n}");
     }
 }

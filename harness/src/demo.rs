@@ -60,7 +60,7 @@ fn config_xml() -> String {
 <PnDeviceConfiguration formatVersion="1">
   <StationName>pn-device</StationName>
   <DeviceName>pn-device</DeviceName>
-  <VendorID>0x0493</VendorID>
+  <VendorID>0xFFFF</VendorID>
   <DeviceID>0x0001</DeviceID>
   <Network>
     <InterfaceName>{HOST_IF}</InterfaceName>

@@ -25,7 +25,7 @@ pub fn config_xml(station: &str, ip: std::net::Ipv4Addr, nic: &str) -> String {
 <PnDeviceConfiguration formatVersion="1">
   <StationName>{station}</StationName>
   <DeviceName>pn-device</DeviceName>
-  <VendorID>0x0493</VendorID>
+  <VendorID>0xFFFF</VendorID>
   <DeviceID>0x0001</DeviceID>
   <Network>
     <InterfaceName>{nic}</InterfaceName>
