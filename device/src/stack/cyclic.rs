@@ -12,6 +12,10 @@
 //!   `mlockall(MCL_CURRENT | MCL_ONFAULT)` are tried once at thread start and degrade with ONE
 //!   logged warning each when not permitted; in precise mode with `SCHED_FIFO` granted the
 //!   last ~80 us before a deadline are busy-spun;
+//! * while no provider job is installed and the consumer watchdog is not armed (no AR in data
+//!   exchange) it does not tick: it blocks on a condition variable until [`CyclicShared::set_job`]
+//!   installs a job or [`CyclicShared::request_stop`] is called (an idle daemon costs no CPU
+//!   time here; `stackCycles` counts only the cycles of data exchange);
 //! * per cycle it only reads atomics, copies the Q area with the image's wait-free
 //!   `cyclic_read_output`, patches a pre-built frame and calls `send(2)`: no allocation, no
 //!   blocking lock (the job is taken with `try_lock` only when its generation changed), no
@@ -34,7 +38,7 @@
 //! (locked only by the receive thread per frame and by the connection manager on AR changes).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use pn_protocol::wire::rt::{ApduStatus, CyclicFrame, DataStatus, FrameId};
 
@@ -45,6 +49,9 @@ use super::RawLink;
 
 /// Busy-spin window before a deadline in precise mode with SCHED_FIFO.
 const SPIN_NS: u64 = 80_000;
+/// Longest idle wait before the stop flag is looked at again, for a stop requested by storing
+/// `stop` directly instead of [`CyclicShared::request_stop`].
+const IDLE_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
 /// Nanoseconds per SendClockFactor unit.
 pub const CLOCK_UNIT_NS: u64 = 31_250;
 
@@ -134,6 +141,10 @@ pub struct ConsumerJob {
 /// State shared between the real-time thread, the receive thread and the connection manager.
 pub struct CyclicShared {
     pub stop: AtomicBool,
+    /// The real-time thread waits on `idle_cv` while there is nothing to do (see the module
+    /// docs); `set_job` and `request_stop` notify it under `idle_lock`.
+    idle_lock: Mutex<()>,
+    idle_cv: Condvar,
     /// Precise mode (high-resolution timer switch).
     pub precise: AtomicBool,
     /// Base tick when no job runs (SendClockFactor of the configuration).
@@ -168,6 +179,8 @@ impl CyclicShared {
     pub fn new(base_period_ns: u64, precise: bool) -> Self {
         CyclicShared {
             stop: AtomicBool::new(false),
+            idle_lock: Mutex::new(()),
+            idle_cv: Condvar::new(),
             precise: AtomicBool::new(precise),
             base_period_ns: AtomicU64::new(base_period_ns.max(CLOCK_UNIT_NS)),
             job: Mutex::new(None),
@@ -187,6 +200,34 @@ impl CyclicShared {
         }
     }
 
+    /// Wake the real-time thread if it waits idle (after a job change or a stop request).
+    fn wake(&self) {
+        let _g = self.idle_lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.idle_cv.notify_all();
+    }
+
+    /// Stop the real-time thread (it returns from its loop promptly, also when idle).
+    pub fn request_stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        self.wake();
+    }
+
+    /// Block the calling (real-time) thread while it has nothing to do: no job change since
+    /// generation `seen_gen`, no armed consumer watchdog, no stop request.
+    fn wait_idle(&self, seen_gen: u64) {
+        let mut g = self.idle_lock.lock().unwrap_or_else(|p| p.into_inner());
+        while !self.stop.load(Ordering::Acquire)
+            && self.job_gen.load(Ordering::Acquire) == seen_gen
+            && self.dht_ns.load(Ordering::Acquire) == 0
+        {
+            g = self
+                .idle_cv
+                .wait_timeout(g, IDLE_RECHECK)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
     /// Install (Some) or remove (None) the provider job. Called by the CM.
     ///
     /// The replaced job is kept in `retired` until the real-time thread has switched to the
@@ -203,6 +244,9 @@ impl CyclicShared {
         }
         self.provider_frames.store(0, Ordering::Relaxed);
         self.job_gen.fetch_add(1, Ordering::Release);
+        drop(retired);
+        drop(g);
+        self.wake();
     }
 
     /// Install or remove the consumer job. Removing also disarms the watchdog and marks the
@@ -418,6 +462,20 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
     let mut period = shared.base_period_ns.load(Ordering::Relaxed);
     let mut next = mono_ns() + period;
     while !shared.stop.load(Ordering::Acquire) {
+        // Nothing to send and no watchdog to run: wait for a job instead of ticking. The tick
+        // grid restarts from the moment of the wake-up (no missed slots are counted for the
+        // idle time).
+        if job.is_none() && shared.dht_ns.load(Ordering::Acquire) == 0 {
+            let gen = shared.job_gen.load(Ordering::Acquire);
+            if gen == seen_gen {
+                shared.wait_idle(gen);
+                if shared.stop.load(Ordering::Acquire) {
+                    break;
+                }
+                period = shared.base_period_ns.load(Ordering::Relaxed);
+                next = mono_ns() + period;
+            }
+        }
         // Precise-mode switch (rare).
         let p = shared.precise.load(Ordering::Relaxed);
         if p != precise {
