@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod coverage;
 pub mod demo;
+pub mod impair;
 pub mod lab;
 pub mod peer;
 pub mod scenario;
