@@ -37,7 +37,7 @@
 //! when the AR ends. The consumer side gets a [`ConsumerJob`] through [`CyclicShared::consumer`]
 //! (locked only by the receive thread per frame and by the connection manager on AR changes).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use pn_protocol::wire::rt::{ApduStatus, CyclicFrame, DataStatus, FrameId};
@@ -173,7 +173,16 @@ pub struct CyclicShared {
     pub consumer_frames: AtomicU64,
     /// Provider frames sent since the job was installed.
     pub provider_frames: AtomicU64,
+    /// FrameID of the installed consumer job, [`NO_CONSUMER`] without one (read without the
+    /// consumer lock by the receive threads, see `super::rx_loop`).
+    pub consumer_fid: AtomicU32,
+    /// Incremented by every [`CyclicShared::set_consumer`] (the cyclic receive socket's filter
+    /// follows it, see `super::cyclic_rx_loop`).
+    pub consumer_gen: AtomicU64,
 }
+
+/// [`CyclicShared::consumer_fid`] without a consumer job.
+pub const NO_CONSUMER: u32 = u32::MAX;
 
 impl CyclicShared {
     pub fn new(base_period_ns: u64, precise: bool) -> Self {
@@ -197,6 +206,8 @@ impl CyclicShared {
             peer_data_status: AtomicU8::new(0),
             consumer_frames: AtomicU64::new(0),
             provider_frames: AtomicU64::new(0),
+            consumer_fid: AtomicU32::new(NO_CONSUMER),
+            consumer_gen: AtomicU64::new(0),
         }
     }
 
@@ -259,7 +270,12 @@ impl CyclicShared {
         if job.is_none() {
             image.invalidate_input();
         }
+        self.consumer_fid.store(
+            job.as_ref().map_or(NO_CONSUMER, |j| u32::from(j.frame_id)),
+            Ordering::Release,
+        );
         *g = job;
+        self.consumer_gen.fetch_add(1, Ordering::Release);
     }
 
     /// Arm the data-hold watchdog as if a frame had been received now.
@@ -309,6 +325,14 @@ pub fn consume_frame(
     let Ok(frame) = CyclicFrame::with_c_sdu_len(payload, job.c_sdu_len) else {
         return Consumed::Invalid;
     };
+    // Longer than the agreed frame (FrameID, C_SDU, APDU status) plus the padding of a
+    // minimum-size Ethernet frame (46 payload bytes): not this CR's frame. Its bytes at the
+    // status position are arbitrary and could pass the checks below (data into the I area, a
+    // CycleCounter that makes the controller's next frames look stale: the malformed-RT flood
+    // ended ARs this way, docs/decisions.md "Floods").
+    if payload.len() > job.c_sdu_len.saturating_add(6).max(46) {
+        return Consumed::Invalid;
+    }
     let st = frame.apdu_status();
     shared
         .peer_data_status

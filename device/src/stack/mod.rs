@@ -9,10 +9,19 @@
 //!   `lldp.rs`, `snmp.rs`, `llmnr.rs` (and `crate::gsdml`).
 //!
 //! # Threads of a running plane
-//! * `pn-rx`: one raw-socket receive thread. Dispatches by EtherType / FrameID: cyclic
-//!   frames (0x8000..=0xFBFF) to the consumer ([`cyclic::consume_frame`], the single writer of
-//!   the I area), RTA alarm frames (0xFC01 / 0xFE01) to the connection manager, DCP and LLDP
-//!   to the stack-l2 handlers.
+//! * `pn-rx-cyclic`: the receive thread of the running AR's cyclic frames, on a socket of its
+//!   own whose kernel filter passes only the controller's valid frames of that AR
+//!   ([`socket::cyclic_filter`], replaced when the consumer job changes); calls
+//!   [`cyclic::consume_frame`] (the I area's writer; the consumer lock serialises it with the
+//!   fallback below). `SCHED_FIFO` 50 where permitted (it feeds the data-hold watchdog of the
+//!   real-time thread). A flood of any other frame kind neither queues in front of these
+//!   frames nor makes their queue overflow (docs/decisions.md "Floods").
+//! * `pn-rx`: the raw-socket receive thread of everything else (normal priority, so a flood it
+//!   has to read cannot starve other threads). Dispatches by EtherType / FrameID: RTA alarm
+//!   frames (0xFC01 / 0xFE01) to the connection manager, DCP and LLDP to the stack-l2
+//!   handlers (rate-limited there, [`l2::Admission`]); cyclic frames (0x8000..=0xFBFF) of no
+//!   AR are counted and dropped without taking the consumer lock, those of the running AR are
+//!   left to `pn-rx-cyclic` once its filter is installed and consumed here until then.
 //! * `pn-cyclic`: the real-time provider thread ([`cyclic`]).
 //! * `pn-cm`: the connection manager ([`cm`]): a std thread owning the UDP socket on port
 //!   34964, the AR state, the alarm transports and the records. A plain thread instead of a
@@ -34,7 +43,7 @@ pub mod records;
 pub mod snmp;
 pub mod socket;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -72,7 +81,49 @@ impl RawLink {
     pub fn ifindex(&self) -> u32 {
         self.sock.ifindex()
     }
+    /// `PACKET_STATISTICS` of the socket (since the previous call).
+    pub fn statistics(&self) -> Option<socket::SocketStats> {
+        self.sock.statistics().ok()
+    }
 }
+
+/// Totals of the receive sockets' `PACKET_STATISTICS` (the kernel resets its counters on each
+/// read; [`ProfinetPlane::extra_diag`] adds them up here). `GET /api/diag` field `rxSockets`.
+#[derive(Default)]
+pub struct RxSocketTotals {
+    pub main_frames: AtomicU64,
+    pub main_drops: AtomicU64,
+    pub cyclic_frames: AtomicU64,
+    pub cyclic_drops: AtomicU64,
+}
+
+impl RxSocketTotals {
+    fn add(frames: &AtomicU64, drops: &AtomicU64, st: Option<socket::SocketStats>) {
+        if let Some(st) = st {
+            frames.fetch_add(st.packets, Ordering::Relaxed);
+            drops.fetch_add(st.drops, Ordering::Relaxed);
+        }
+    }
+    fn json(&self) -> serde_json::Value {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        serde_json::json!({
+            "mainFrames": l(&self.main_frames),
+            "mainDrops": l(&self.main_drops),
+            "cyclicFrames": l(&self.cyclic_frames),
+            "cyclicDrops": l(&self.cyclic_drops),
+        })
+    }
+}
+
+/// The cyclic receive socket and the consumer generation its filter was built for
+/// ([`NOT_DEDICATED`] while it passes nothing, e.g. without an AR).
+pub struct CyclicRx {
+    sock: socket::PnSocket,
+    pub gen: AtomicU64,
+}
+
+/// [`CyclicRx::gen`] when the cyclic socket carries no AR's frames.
+pub const NOT_DEDICATED: u64 = u64::MAX;
 
 /// Messages to the connection-manager thread.
 #[derive(Debug)]
@@ -109,6 +160,9 @@ struct Running {
     monitor: Option<link::LinkMonitor>,
     /// stack-l2's DCP/LLDP/SNMP/LLMNR services.
     l2: Option<Arc<l2::L2Services>>,
+    /// The cyclic receive socket (`None` when it could not be opened: `pn-rx` then consumes
+    /// every cyclic frame itself).
+    cyclic_rx: Option<Arc<CyclicRx>>,
 }
 
 struct Inner {
@@ -123,6 +177,7 @@ pub struct ProfinetPlane {
     inner: Mutex<Inner>,
     counters: Arc<SharedCounters>,
     flags: Arc<PlaneFlags>,
+    rx_totals: Arc<RxSocketTotals>,
 }
 
 impl Default for ProfinetPlane {
@@ -142,6 +197,7 @@ impl ProfinetPlane {
             }),
             counters: Arc::new(SharedCounters::default()),
             flags: Arc::new(PlaneFlags::default()),
+            rx_totals: Arc::new(RxSocketTotals::default()),
         }
     }
 
@@ -153,7 +209,7 @@ impl ProfinetPlane {
         if let Some(mut r) = inner.running.take() {
             // Ask the CM to release the ARs first (it sends ERR-RTA / stops the provider).
             r.stop.store(true, Ordering::Release);
-            r.cyclic.request_stop();
+            r.cyclic.stop.store(true, Ordering::Release);
             if let Some(m) = r.monitor.as_mut() {
                 m.stop();
             }
@@ -167,6 +223,7 @@ impl ProfinetPlane {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn rx_loop(
     link: Arc<RawLink>,
     stop: Arc<AtomicBool>,
@@ -175,11 +232,15 @@ fn rx_loop(
     counters: Arc<SharedCounters>,
     ctl: mpsc::Sender<CtlMsg>,
     l2: Option<Arc<l2::L2Services>>,
+    cyclic_rx: Option<Arc<CyclicRx>>,
 ) {
     let mut buf = vec![0u8; 1600];
-    // The consumer feeds the data-hold watchdog of the real-time thread: it must not starve
-    // behind ordinary threads, so it runs SCHED_FIFO too (below the provider) where permitted.
-    cyclic::try_sched_fifo_prio(50);
+    // Without the cyclic socket this thread feeds the data-hold watchdog: then it must not
+    // starve behind ordinary threads and runs SCHED_FIFO (below the provider) where permitted.
+    // With it, this thread runs at normal priority: a flood it reads competes fairly.
+    if cyclic_rx.is_none() {
+        cyclic::try_sched_fifo_prio(50);
+    }
     while !stop.load(Ordering::Acquire) {
         let Some(n) = link.recv(&mut buf, Duration::from_millis(50)) else {
             continue;
@@ -209,15 +270,18 @@ fn rx_loop(
             0x8000..=0xFBFF => {
                 counters.rx_rt_frames.fetch_add(1, Ordering::Relaxed);
                 counters.stack_frames_rx.fetch_add(1, Ordering::Relaxed);
-                match cyclic::consume_frame(&cyc, &image, eth.src.0, payload) {
-                    cyclic::Consumed::Ok | cyclic::Consumed::Ignored => {}
-                    cyclic::Consumed::NotOurs => {
-                        counters.dropped_frames.fetch_add(1, Ordering::Relaxed);
-                    }
-                    cyclic::Consumed::Invalid => {
-                        counters.invalid_frames.fetch_add(1, Ordering::Relaxed);
-                    }
+                // Not the running AR's FrameID: no consumer lock, no further work.
+                if u32::from(fid.0) != cyc.consumer_fid.load(Ordering::Acquire) {
+                    counters.dropped_frames.fetch_add(1, Ordering::Relaxed);
+                    continue;
                 }
+                // The cyclic socket carries this AR's frames (its filter is current).
+                if cyclic_rx.as_ref().is_some_and(|c| {
+                    c.gen.load(Ordering::Acquire) == cyc.consumer_gen.load(Ordering::Acquire)
+                }) {
+                    continue;
+                }
+                consume(&cyc, &image, &counters, eth.src.0, payload);
             }
             0xFC01 | 0xFE01 => {
                 counters.rx_control_frames.fetch_add(1, Ordering::Relaxed);
@@ -238,6 +302,84 @@ fn rx_loop(
                 counters.dropped_frames.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+}
+
+fn consume(
+    cyc: &cyclic::CyclicShared,
+    image: &ProcessImage,
+    counters: &SharedCounters,
+    src: [u8; 6],
+    payload: &[u8],
+) {
+    match cyclic::consume_frame(cyc, image, src, payload) {
+        cyclic::Consumed::Ok | cyclic::Consumed::Ignored => {}
+        cyclic::Consumed::NotOurs => {
+            counters.dropped_frames.fetch_add(1, Ordering::Relaxed);
+        }
+        cyclic::Consumed::Invalid => {
+            counters.invalid_frames.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The filter program for the consumer job installed now, with its generation.
+fn cyclic_program(cyc: &cyclic::CyclicShared) -> (u64, Option<Vec<libc::sock_filter>>) {
+    let g = cyc.consumer.lock().unwrap_or_else(|p| p.into_inner());
+    // Read under the lock: set_consumer bumps the generation while holding it.
+    let gen = cyc.consumer_gen.load(Ordering::Acquire);
+    let prog = g.as_ref().and_then(|j| {
+        socket::cyclic_filter(&socket::CyclicMatch {
+            frame_id: j.frame_id,
+            src: j.src,
+            c_sdu_len: j.c_sdu_len,
+        })
+    });
+    (gen, prog)
+}
+
+/// `pn-rx-cyclic` (see the module documentation). Per frame: one receive, the consumer (no
+/// allocation). On a consumer change (seen at the next wake-up, at most 50 ms later; `pn-rx`
+/// consumes the frames meanwhile) the kernel filter is replaced.
+fn cyclic_rx_loop(
+    rx: Arc<CyclicRx>,
+    stop: Arc<AtomicBool>,
+    cyc: Arc<cyclic::CyclicShared>,
+    image: Arc<ProcessImage>,
+    counters: Arc<SharedCounters>,
+) {
+    let mut buf = vec![0u8; 1600];
+    cyclic::try_sched_fifo_prio(50);
+    let mut built_for = u64::MAX;
+    while !stop.load(Ordering::Acquire) {
+        let now_gen = cyc.consumer_gen.load(Ordering::Acquire);
+        if now_gen != built_for {
+            // Hand the frames to pn-rx while the filter changes.
+            rx.gen.store(NOT_DEDICATED, Ordering::Release);
+            let (gen, prog) = cyclic_program(&cyc);
+            let ok = match &prog {
+                Some(p) => rx.sock.set_filter(p).is_ok(),
+                None => {
+                    let _ = rx.sock.set_filter(&socket::REJECT_ALL);
+                    false
+                }
+            };
+            built_for = gen;
+            if ok {
+                rx.gen.store(gen, Ordering::Release);
+            }
+        }
+        let Ok(Some(n)) = rx.sock.recv(&mut buf, Some(Duration::from_millis(50))) else {
+            continue;
+        };
+        let Some(frame) = buf.get(..n) else {
+            continue;
+        };
+        let Ok((eth, payload)) = EthernetRepr::parse_frame(frame) else {
+            counters.invalid_frames.fetch_add(1, Ordering::Relaxed);
+            continue;
+        };
+        consume(&cyc, &image, &counters, eth.src.0, payload);
     }
 }
 
@@ -368,7 +510,36 @@ impl DataPlane for ProfinetPlane {
         .map_err(thread_err)?;
         threads.push(cyc_thread.handle);
 
+        // The cyclic receive socket: opened passing nothing; its thread installs the AR's
+        // filter. Without it (cannot be opened) pn-rx consumes every cyclic frame as before.
+        let cyclic_rx = match socket::PnSocket::open_with_filter(&cfg.nic, &socket::REJECT_ALL) {
+            Ok(sock) => Some(Arc::new(CyclicRx {
+                sock,
+                gen: AtomicU64::new(NOT_DEDICATED),
+            })),
+            Err(e) => {
+                tracing::warn!(
+                    "cyclic receive socket not opened ({e}); pn-rx consumes the cyclic frames"
+                );
+                None
+            }
+        };
+        if let Some(rx) = &cyclic_rx {
+            let (rx, stop, cyc, image, counters) = (
+                rx.clone(),
+                stop.clone(),
+                cyc.clone(),
+                image.clone(),
+                self.counters.clone(),
+            );
+            let h = std::thread::Builder::new()
+                .name("pn-rx-cyclic".into())
+                .spawn(move || cyclic_rx_loop(rx, stop, cyc, image, counters))
+                .map_err(thread_err)?;
+            threads.push(h);
+        }
         {
+            let cyclic_rx = cyclic_rx.clone();
             let (link, stop, cyc, image, counters, tx, l2) = (
                 link.clone(),
                 stop.clone(),
@@ -380,7 +551,7 @@ impl DataPlane for ProfinetPlane {
             );
             let h = std::thread::Builder::new()
                 .name("pn-rx".into())
-                .spawn(move || rx_loop(link, stop, cyc, image, counters, tx, l2))
+                .spawn(move || rx_loop(link, stop, cyc, image, counters, tx, l2, cyclic_rx))
                 .map_err(thread_err)?;
             threads.push(h);
         }
@@ -392,6 +563,7 @@ impl DataPlane for ProfinetPlane {
             ctl_tx,
             monitor: Some(monitor),
             l2: Some(l2),
+            cyclic_rx,
         });
         Ok(())
     }
@@ -434,8 +606,16 @@ impl DataPlane for ProfinetPlane {
 
     fn extra_diag(&self) -> Option<serde_json::Value> {
         let inner = self.lock();
-        let l2 = inner.running.as_ref()?.l2.as_ref()?.status();
-        Some(serde_json::json!({ "l2": l2 }))
+        let t = &self.rx_totals;
+        if let Some(link) = &inner.link {
+            RxSocketTotals::add(&t.main_frames, &t.main_drops, link.statistics());
+        }
+        let running = inner.running.as_ref()?;
+        if let Some(c) = &running.cyclic_rx {
+            RxSocketTotals::add(&t.cyclic_frames, &t.cyclic_drops, c.sock.statistics().ok());
+        }
+        let l2 = running.l2.as_ref()?.status();
+        Some(serde_json::json!({ "l2": l2, "rxSockets": t.json() }))
     }
 
     fn command(&self, cmd: StackCommand) {
@@ -463,5 +643,107 @@ impl DataPlane for ProfinetPlane {
             }
             let _ = r.ctl_tx.send(CtlMsg::Cmd(cmd));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::image::ProcessImage;
+
+    const CTL: [u8; 6] = [0x02, 0x11, 0x22, 0x33, 0x44, 0x55];
+    const C_SDU: usize = 40;
+
+    /// A consumer of FrameID 0x8001 from `CTL`; data `items`, IOPS at `iops_offs`.
+    fn consumer(
+        c_sdu_len: usize,
+        items: Vec<cyclic::CopyItem>,
+        iops_offs: Vec<usize>,
+    ) -> (cyclic::CyclicShared, ProcessImage) {
+        let cyc = cyclic::CyclicShared::new(4_000_000, false);
+        let image = ProcessImage::new(4, 4);
+        cyc.set_consumer(
+            Some(cyclic::ConsumerJob {
+                frame_id: 0x8001,
+                src: CTL,
+                c_sdu_len,
+                items,
+                iops_offs,
+                iocs_offs: vec![],
+                scratch: vec![0; 4],
+                dht_ns: 12_000_000,
+                last_counter: None,
+            }),
+            &image,
+        );
+        (cyc, image)
+    }
+
+    /// RT payload (FrameID onwards): data `d`, IOPS good, CycleCounter `cc`, DataStatus
+    /// 0x35, TransferStatus 0, then `extra` trailing bytes.
+    fn payload(d: u8, cc: u16, extra: usize) -> Vec<u8> {
+        let mut p = vec![0x80, 0x01];
+        let mut sdu = [0u8; C_SDU];
+        sdu[..4].fill(d);
+        sdu[4] = 0x80;
+        p.extend_from_slice(&sdu);
+        p.extend_from_slice(&cc.to_be_bytes());
+        p.extend_from_slice(&[0x35, 0x00]);
+        p.extend(std::iter::repeat_n(0x5a, extra));
+        p
+    }
+
+    fn input(image: &ProcessImage) -> Vec<u8> {
+        image.snapshot().input
+    }
+
+    /// The failure of the malformed-RT flood (issue 9, "floods"): an over-long frame with the
+    /// AR's FrameID whose random bytes at the APDU-status position look valid (TransferStatus
+    /// 0, DataValid, a CycleCounter up to 4096 ahead of the real one) was consumed: its data
+    /// reached the I area and its CycleCounter made the controller's next frames "not
+    /// advanced" (ignored) until the real counter caught up, up to 32 cycles at 4 ms: the
+    /// data-hold watchdog tripped. Over-long frames must not be consumed at all.
+    #[test]
+    fn over_long_frame_neither_consumed_nor_poisons_the_cycle_counter() {
+        let item = cyclic::CopyItem {
+            frame_off: 0,
+            area_off: 0,
+            len: 4,
+        };
+        let (cyc, image) = consumer(C_SDU, vec![item], vec![4]);
+        let ok = |p: &[u8]| cyclic::consume_frame(&cyc, &image, CTL, p);
+        assert_eq!(ok(&payload(0xa5, 100, 0)), cyclic::Consumed::Ok);
+        assert_eq!(input(&image), [0xa5; 4]);
+        // Ethernet padding of a minimum-size frame is not "over-long": 46 payload bytes.
+        assert_eq!(ok(&payload(0xa6, 228, 0)), cyclic::Consumed::Ok);
+        // Over-long: 100 trailing bytes, counter 2000 slots ahead.
+        assert_eq!(
+            ok(&payload(0xde, 100 + 128 * 20, 100)),
+            cyclic::Consumed::Invalid
+        );
+        assert_eq!(input(&image), [0xa6; 4]);
+        // The controller's next real frame is taken.
+        assert_eq!(ok(&payload(0xa7, 356, 0)), cyclic::Consumed::Ok);
+        assert_eq!(input(&image), [0xa7; 4]);
+    }
+
+    /// A minimum-size frame: a C_SDU below 40 bytes is padded to 46 payload bytes; the
+    /// padding is accepted.
+    #[test]
+    fn padding_up_to_the_minimum_frame_is_accepted() {
+        let (cyc, image) = consumer(10, vec![], vec![]);
+        let mut p = vec![0x80, 0x01];
+        p.extend_from_slice(&[0u8; 10]);
+        p.extend_from_slice(&[0, 1, 0x35, 0x00]);
+        p.resize(46, 0);
+        assert_eq!(
+            cyclic::consume_frame(&cyc, &image, CTL, &p),
+            cyclic::Consumed::Ok
+        );
+        p.push(0);
+        assert_eq!(
+            cyclic::consume_frame(&cyc, &image, CTL, &p),
+            cyclic::Consumed::Invalid
+        );
     }
 }

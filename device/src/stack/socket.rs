@@ -33,6 +33,23 @@
 //! `sll_pkttype` of each received frame. Frames of other sockets of this host (e.g. a test
 //! controller on the same NIC) are outgoing too and are not seen either; tests use a veth pair.
 //!
+//! # The cyclic socket of the active AR
+//! A second socket of the same kind ([`PnSocket::open_with_filter`]) carries only the
+//! controller's cyclic frames of the running AR: [`cyclic_filter`] builds a program that
+//! accepts EtherType 0x8892 (untagged, or after an 802.1Q tag) with the AR's output FrameID,
+//! the controller's source MAC, a frame long enough for the APDU status and no longer than the
+//! agreed frame or a minimum-size frame (over-long frames are not the CR's frames, see
+//! `cyclic::consume_frame`), DataValid set and TransferStatus 0 (every other frame is dropped
+//! in the kernel, before queueing). The program
+//! is replaced with [`PnSocket::set_filter`] when the AR changes ([`REJECT_ALL`] without an
+//! AR). A flood of any other kind (DCP, LLDP, unknown or malformed RT frames) then neither
+//! delays the cyclic frames behind it in one receive queue nor makes that queue overflow and
+//! drop them; see docs/decisions.md "Floods".
+//!
+//! # Drops
+//! [`PnSocket::statistics`] reads `PACKET_STATISTICS` (frames queued and frames dropped
+//! because the receive queue was full since the last read).
+//!
 //! # Threads
 //! [`PnSocket::send`] is non-allocating (it sends the caller's buffer with `send(2)` on the
 //! bound socket) and usable from the cyclic thread. [`PnSocket::try_clone`] duplicates the
@@ -70,6 +87,15 @@ const fn jump(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
 const BPF_LD_H_ABS: u16 = (libc::BPF_LD | libc::BPF_H | libc::BPF_ABS) as u16;
 const BPF_JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
 const BPF_RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+const BPF_LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+const BPF_LD_B_ABS: u16 = (libc::BPF_LD | libc::BPF_B | libc::BPF_ABS) as u16;
+const BPF_JSET_K: u16 = (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16;
+const BPF_JGT_K: u16 = (libc::BPF_JMP | libc::BPF_JGT | libc::BPF_K) as u16;
+const BPF_LD_W_LEN: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_LEN) as u16;
+/// `PACKET_STATISTICS` (linux/if_packet.h).
+const PACKET_STATISTICS: libc::c_int = 6;
+/// DataStatus bit DataValid (IEC 61158-6-10, also `pn_protocol::wire::rt::DataStatus`).
+const DATA_VALID: u32 = 0x04;
 
 /// The classic BPF program (see the module documentation):
 /// ```text
@@ -108,6 +134,124 @@ pub fn filter_accepts(frame: &[u8]) -> bool {
     }
 }
 
+/// A program that drops every frame (the cyclic socket while no AR runs).
+pub const REJECT_ALL: [libc::sock_filter; 1] = [stmt(BPF_RET_K, 0)];
+
+/// What the cyclic socket accepts: the running AR's output CR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CyclicMatch {
+    pub frame_id: u16,
+    /// The controller's MAC address.
+    pub src: [u8; 6],
+    /// C_SDU length (IOCR DataLength): the APDU status follows it.
+    pub c_sdu_len: usize,
+}
+
+/// The classic BPF program of the cyclic socket for `m` (see the module documentation). Per
+/// tag layout (untagged: FrameID at 14; 802.1Q: at 18):
+/// ```text
+///      ld  len                ; jgt FrameID offset + max(C_SDU + 6, 46): drop
+///      ldh [FrameID]          ; jeq frame_id else drop
+///      ld  [6]                ; jeq src[0..4] else drop
+///      ldh [10]               ; jeq src[4..6] else drop
+///      ldb [DataStatus]       ; jset #0x04 else drop   (a short frame ends the program: drop)
+///      ldb [TransferStatus]   ; jeq #0 accept else drop
+/// ```
+/// `None` when the C_SDU length does not fit an Ethernet frame.
+pub fn cyclic_filter(m: &CyclicMatch) -> Option<Vec<libc::sock_filter>> {
+    if m.c_sdu_len > 1500 {
+        return None;
+    }
+    // Labels are resolved at the end: DROP and ACCEPT are the last two instructions.
+    enum J {
+        Next,
+        Drop,
+        Accept,
+        To(usize),
+    }
+    let mut prog: Vec<(u16, u32, J, J)> = Vec::with_capacity(32);
+    let src_hi = u32::from_be_bytes([m.src[0], m.src[1], m.src[2], m.src[3]]);
+    let src_lo = u32::from(u16::from_be_bytes([m.src[4], m.src[5]]));
+    // 0: ldh [12]; 1: jeq 0x8100 -> tagged; 2: jeq 0x8892 -> untagged (3) else drop.
+    prog.push((BPF_LD_H_ABS, 12, J::Next, J::Next));
+    prog.push((BPF_JEQ_K, 0x8100, J::To(0), J::Next)); // patched below
+    prog.push((BPF_JEQ_K, 0x8892, J::Next, J::Drop));
+    let body = |prog: &mut Vec<(u16, u32, J, J)>, fid_at: u32| {
+        let status = fid_at + 2 + m.c_sdu_len as u32;
+        let longest = fid_at + (m.c_sdu_len as u32 + 6).max(46);
+        prog.push((BPF_LD_W_LEN, 0, J::Next, J::Next));
+        prog.push((BPF_JGT_K, longest, J::Drop, J::Next));
+        prog.push((BPF_LD_H_ABS, fid_at, J::Next, J::Next));
+        prog.push((BPF_JEQ_K, u32::from(m.frame_id), J::Next, J::Drop));
+        prog.push((BPF_LD_W_ABS, 6, J::Next, J::Next));
+        prog.push((BPF_JEQ_K, src_hi, J::Next, J::Drop));
+        prog.push((BPF_LD_H_ABS, 10, J::Next, J::Next));
+        prog.push((BPF_JEQ_K, src_lo, J::Next, J::Drop));
+        prog.push((BPF_LD_B_ABS, status + 2, J::Next, J::Next));
+        prog.push((BPF_JSET_K, DATA_VALID, J::Next, J::Drop));
+        prog.push((BPF_LD_B_ABS, status + 3, J::Next, J::Next));
+        prog.push((BPF_JEQ_K, 0, J::Accept, J::Drop));
+    };
+    body(&mut prog, 14);
+    let tagged = prog.len();
+    prog[1].2 = J::To(tagged);
+    prog.push((BPF_LD_H_ABS, 16, J::Next, J::Next));
+    prog.push((BPF_JEQ_K, 0x8892, J::Next, J::Drop));
+    body(&mut prog, 18);
+    let drop_at = prog.len();
+    let accept_at = drop_at + 1;
+    let rel = |at: usize, j: &J| -> Option<u8> {
+        let target = match j {
+            J::Next => at + 1,
+            J::Drop => drop_at,
+            J::Accept => accept_at,
+            J::To(t) => *t,
+        };
+        u8::try_from(target.checked_sub(at + 1)?).ok()
+    };
+    let mut out = Vec::with_capacity(prog.len() + 2);
+    for (at, (code, k, jt, jf)) in prog.iter().enumerate() {
+        if matches!(*code, BPF_JEQ_K | BPF_JSET_K | BPF_JGT_K) {
+            out.push(jump(*code, *k, rel(at, jt)?, rel(at, jf)?));
+        } else {
+            out.push(stmt(*code, *k));
+        }
+    }
+    out.push(stmt(BPF_RET_K, 0));
+    out.push(stmt(BPF_RET_K, 0x40000));
+    Some(out)
+}
+
+/// Frames queued to and dropped by one socket (`PACKET_STATISTICS`, since the previous read).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SocketStats {
+    pub packets: u64,
+    pub drops: u64,
+}
+
+fn attach_filter(fd: RawFd, prog: &[libc::sock_filter]) -> io::Result<()> {
+    let len = u16::try_from(prog.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "filter too long"))?;
+    let fprog = libc::sock_fprog {
+        len,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: fprog points to a valid filter array that outlives the call (the kernel copies).
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_FILTER,
+            &fprog as *const libc::sock_fprog as *const libc::c_void,
+            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(os_err());
+    }
+    Ok(())
+}
+
 fn os_err() -> io::Error {
     io::Error::last_os_error()
 }
@@ -131,6 +275,15 @@ impl PnSocket {
     /// Open, filter and bind the socket on `nic` (needs `CAP_NET_RAW`). Resolves the NIC in
     /// the calling thread's network namespace.
     pub fn open(nic: &str) -> Result<PnSocket, ProbeError> {
+        Self::open_with_filter(nic, &FILTER)
+    }
+
+    /// [`PnSocket::open`] with another filter program (e.g. [`REJECT_ALL`] for the cyclic
+    /// socket before its AR is known).
+    pub fn open_with_filter(
+        nic: &str,
+        filter: &[libc::sock_filter],
+    ) -> Result<PnSocket, ProbeError> {
         let err = |os_error: i32, reason: String| ProbeError {
             nic: nic.to_string(),
             os_error,
@@ -159,22 +312,7 @@ impl PnSocket {
         }
         // SAFETY: raw is a fresh descriptor that nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        let prog = libc::sock_fprog {
-            len: FILTER.len() as u16,
-            filter: FILTER.as_ptr() as *mut libc::sock_filter,
-        };
-        // SAFETY: prog points to a valid filter array that outlives the call (the kernel copies).
-        let rc = unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_ATTACH_FILTER,
-                &prog as *const libc::sock_fprog as *const libc::c_void,
-                std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            let e = os_err();
+        if let Err(e) = attach_filter(fd.as_raw_fd(), filter) {
             return Err(err(
                 errno(&e),
                 format!("cannot attach the socket filter: {e}"),
@@ -258,6 +396,40 @@ impl PnSocket {
     /// The raw descriptor (for ioctls on the same NIC, e.g. [`super::link`]).
     pub fn raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+
+    /// Replace the socket's filter program (atomically for the kernel: each frame is judged
+    /// by the old or the new program).
+    pub fn set_filter(&self, prog: &[libc::sock_filter]) -> io::Result<()> {
+        attach_filter(self.fd.as_raw_fd(), prog)
+    }
+
+    /// `PACKET_STATISTICS`: frames queued and frames dropped (receive queue full) since the
+    /// previous call (the kernel resets the counters on each read).
+    pub fn statistics(&self) -> io::Result<SocketStats> {
+        let mut st = libc::tpacket_stats {
+            tp_packets: 0,
+            tp_drops: 0,
+        };
+        let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+        // SAFETY: st is a valid tpacket_stats out-parameter of the given size.
+        let rc = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                PACKET_STATISTICS,
+                &mut st as *mut libc::tpacket_stats as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        if rc < 0 {
+            return Err(os_err());
+        }
+        // tp_packets counts queued and dropped frames alike.
+        Ok(SocketStats {
+            packets: u64::from(st.tp_packets.saturating_sub(st.tp_drops)),
+            drops: u64::from(st.tp_drops),
+        })
     }
 
     /// A second handle on the same socket (`dup`), e.g. for the cyclic thread.
@@ -407,31 +579,42 @@ mod tests {
         assert!(!filter_accepts(&[0u8; 13]));
     }
 
+    /// A classic BPF interpreter for the opcodes this module emits (a load past the end of the
+    /// frame ends the program with 0, as in the kernel).
+    fn run(prog: &[libc::sock_filter], pkt: &[u8]) -> u32 {
+        let mut a: u32 = 0;
+        let mut pc = 0usize;
+        while let Some(ins) = prog.get(pc) {
+            let k = ins.k as usize;
+            let load = |n: usize| pkt.get(k..k + n);
+            match ins.code {
+                BPF_LD_H_ABS | BPF_LD_W_ABS | BPF_LD_B_ABS => {
+                    let n = match ins.code {
+                        BPF_LD_B_ABS => 1,
+                        BPF_LD_H_ABS => 2,
+                        _ => 4,
+                    };
+                    let Some(b) = load(n) else { return 0 };
+                    a = b.iter().fold(0u32, |acc, x| (acc << 8) | u32::from(*x));
+                    pc += 1;
+                }
+                BPF_LD_W_LEN => {
+                    a = pkt.len() as u32;
+                    pc += 1;
+                }
+                BPF_JEQ_K => pc += 1 + usize::from(if a == ins.k { ins.jt } else { ins.jf }),
+                BPF_JGT_K => pc += 1 + usize::from(if a > ins.k { ins.jt } else { ins.jf }),
+                BPF_JSET_K => pc += 1 + usize::from(if a & ins.k != 0 { ins.jt } else { ins.jf }),
+                BPF_RET_K => return ins.k,
+                _ => panic!("unexpected opcode"),
+            }
+        }
+        panic!("fell off the program")
+    }
+
     /// The BPF program and the user-space rule agree: interpret the program on sample frames.
     #[test]
     fn bpf_program_matches_rule() {
-        fn run(prog: &[libc::sock_filter], pkt: &[u8]) -> u32 {
-            let mut a: u32 = 0;
-            let mut pc = 0usize;
-            while let Some(ins) = prog.get(pc) {
-                match ins.code {
-                    BPF_LD_H_ABS => {
-                        let k = ins.k as usize;
-                        match pkt.get(k..k + 2) {
-                            Some(b) => a = u32::from(u16::from_be_bytes([b[0], b[1]])),
-                            None => return 0,
-                        }
-                        pc += 1;
-                    }
-                    BPF_JEQ_K => {
-                        pc += 1 + usize::from(if a == ins.k { ins.jt } else { ins.jf });
-                    }
-                    BPF_RET_K => return ins.k,
-                    _ => panic!("unexpected opcode"),
-                }
-            }
-            panic!("fell off the program")
-        }
         for (et, inner) in [
             (0x8892, None),
             (0x88cc, None),
@@ -443,5 +626,94 @@ mod tests {
             let f = frame(et, inner);
             assert_eq!(run(&FILTER, &f) != 0, filter_accepts(&f), "{et:#x}");
         }
+    }
+
+    const CTL: [u8; 6] = [0x02, 0x11, 0x22, 0x33, 0x44, 0x55];
+
+    /// A cyclic frame from `src` with `fid`, `c_sdu` bytes of C_SDU, then the APDU status
+    /// (CycleCounter, DataStatus `ds`, TransferStatus `ts`), padded to 60 bytes.
+    fn cyclic(tagged: bool, src: [u8; 6], fid: u16, c_sdu: usize, ds: u8, ts: u8) -> Vec<u8> {
+        let mut f = vec![0x02, 0, 0, 0, 0, 1];
+        f.extend_from_slice(&src);
+        if tagged {
+            f.extend_from_slice(&[0x81, 0x00, 0xc0, 0x00]);
+        }
+        f.extend_from_slice(&[0x88, 0x92]);
+        f.extend_from_slice(&fid.to_be_bytes());
+        f.extend(std::iter::repeat_n(0x80u8, c_sdu));
+        f.extend_from_slice(&[0x12, 0x34, ds, ts]);
+        if f.len() < 60 {
+            f.resize(60, 0);
+        }
+        f
+    }
+
+    #[test]
+    fn cyclic_filter_accepts_only_the_ars_valid_frames() {
+        let m = CyclicMatch {
+            frame_id: 0x8001,
+            src: CTL,
+            c_sdu_len: 40,
+        };
+        let prog = cyclic_filter(&m).unwrap();
+        assert!(prog.len() <= 64);
+        for tagged in [false, true] {
+            let ok = |f: &[u8]| run(&prog, f) != 0;
+            assert!(
+                ok(&cyclic(tagged, CTL, 0x8001, 40, 0x35, 0)),
+                "tagged {tagged}"
+            );
+            // Longer than the agreed frame: not the CR's frame.
+            let mut long = cyclic(tagged, CTL, 0x8001, 40, 0x35, 0);
+            long.push(0);
+            assert!(!ok(&long));
+            long.extend([0u8; 100]);
+            assert!(!ok(&long));
+            // Wrong FrameID, source, DataValid off, TransferStatus set, truncated.
+            assert!(!ok(&cyclic(tagged, CTL, 0x8002, 40, 0x35, 0)));
+            let mut other = CTL;
+            other[5] ^= 1;
+            assert!(!ok(&cyclic(tagged, other, 0x8001, 40, 0x35, 0)));
+            other = CTL;
+            other[0] ^= 0x80;
+            assert!(!ok(&cyclic(tagged, other, 0x8001, 40, 0x35, 0)));
+            assert!(!ok(&cyclic(tagged, CTL, 0x8001, 40, 0x31, 0)));
+            assert!(!ok(&cyclic(tagged, CTL, 0x8001, 40, 0x35, 0x01)));
+            let full = cyclic(tagged, CTL, 0x8001, 40, 0x35, 0);
+            for cut in [full.len() - 1, full.len() - 2, 20, 16, 13, 0] {
+                assert!(!ok(&full[..cut]), "cut {cut}");
+            }
+        }
+        // A C_SDU longer than the minimum frame: the status lies beyond byte 60.
+        let big = CyclicMatch {
+            c_sdu_len: 200,
+            ..m
+        };
+        let prog = cyclic_filter(&big).unwrap();
+        assert!(run(&prog, &cyclic(false, CTL, 0x8001, 200, 0x35, 0)) != 0);
+        assert_eq!(run(&prog, &cyclic(false, CTL, 0x8001, 40, 0x35, 0)), 0);
+        // A short C_SDU: Ethernet padding up to 60 bytes is accepted, more is not.
+        let small = CyclicMatch { c_sdu_len: 10, ..m };
+        let prog = cyclic_filter(&small).unwrap();
+        let mut f = cyclic(false, CTL, 0x8001, 10, 0x35, 0);
+        assert_eq!(f.len(), 60);
+        assert!(run(&prog, &f) != 0);
+        f.push(0);
+        assert_eq!(run(&prog, &f), 0);
+        // Other EtherTypes, DCP, LLDP.
+        for et in [0x0800u16, 0x88cc, 0x86dd] {
+            let mut f = cyclic(false, CTL, 0x8001, 40, 0x35, 0);
+            f[12..14].copy_from_slice(&et.to_be_bytes());
+            assert_eq!(run(&cyclic_filter(&m).unwrap(), &f), 0);
+        }
+        assert_eq!(
+            run(&REJECT_ALL, &cyclic(false, CTL, 0x8001, 40, 0x35, 0)),
+            0
+        );
+        assert!(cyclic_filter(&CyclicMatch {
+            c_sdu_len: 1501,
+            ..m
+        })
+        .is_none());
     }
 }
