@@ -209,7 +209,7 @@ impl ProfinetPlane {
         if let Some(mut r) = inner.running.take() {
             // Ask the CM to release the ARs first (it sends ERR-RTA / stops the provider).
             r.stop.store(true, Ordering::Release);
-            r.cyclic.stop.store(true, Ordering::Release);
+            r.cyclic.request_stop();
             if let Some(m) = r.monitor.as_mut() {
                 m.stop();
             }
