@@ -36,8 +36,9 @@
 //! The plane reports what happened on the wire through the [`EventSink`] given to `start`
 //! (any thread may send; sending never blocks). The runtime turns them into state changes
 //! (`Connected` -> `DataExchange`, `Aborted` -> `Aborted`), status fields (`masterStationName`,
-//! `masterAssignedIp`, `dcpIpApplied`...), alarms, and persistence (permanent DCP name/IP,
-//! I&M1-4 and other written records, factory reset). See [`StackEvent`].
+//! `masterAssignedIp`, `dcpIpApplied`...) and alarms. See [`StackEvent`]. Remanent data
+//! (DCP name/IP, I&M1-4 and other written records, resets) is stored before the plane answers
+//! the request, through [`EventSink::commit`], not by the event that follows.
 //!
 //! # Process image
 //!
