@@ -19,46 +19,79 @@ use pn_lab::soak::{Counters, CycleProbe, Rig, RigOptions};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// One AR of the run: when it entered data exchange and, if it ended, when and why.
+/// One AR of the run: when its connect began, when it was in data exchange, and, if it
+/// ended, when (the controller's event) and why.
 #[derive(Debug, Clone)]
 struct Session {
     ar: u32,
+    /// Before the connect call: no watchdog of this AR can run earlier.
+    connect: u64,
+    /// After the connect returned: the AR is in data exchange from here on at the latest.
     start: u64,
     end: Option<(u64, String)>,
 }
+
+type EventLog = Arc<Mutex<Vec<(u64, Event)>>>;
 
 fn now_ns() -> u64 {
     pn_controller::rtsched::now().0
 }
 
-/// Up to three attempts, each failure printed: in the final run of session 1 one attempt
-/// attributed three AR ends in the 4-of-8 phase to sessions with no recorded gap (an accounting
-/// question at session boundaries, under investigation); a real premature end shows in every
-/// attempt.
-#[test]
-fn ar_ends_only_when_data_hold_factor_frames_are_lost_and_comes_back() {
-    if !pn_testkit::env::require_root() {
+/// Record the end of the last session (if its AR ended and the end is not recorded yet): the
+/// time of the controller's event for that AR (watchdog expiry, device abort, abort), else now.
+fn close(sessions: &mut [Session], log: &EventLog, ar: &pn_controller::ArHandle) {
+    let state = ar.state();
+    let Some(s) = sessions.last_mut() else {
+        return;
+    };
+    if state == ArState::DataExchange || s.end.is_some() || s.ar != ar.id() {
         return;
     }
-    let mut failures = Vec::new();
-    for attempt in 1..=3 {
-        match std::panic::catch_unwind(one_attempt) {
-            Ok(()) => return,
-            Err(p) => {
-                let msg = p
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                eprintln!("attempt {attempt} failed: {msg}");
-                failures.push(msg);
-            }
-        }
-    }
-    panic!("all three attempts failed: {failures:#?}");
+    let t_end = log
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|(_, e)| match e {
+            Event::WatchdogExpired { ar: a, .. } | Event::DeviceAbort { ar: a, .. } => *a == s.ar,
+            Event::State {
+                ar: a,
+                state: ArState::Aborted(_),
+                ..
+            } => *a == s.ar,
+            _ => false,
+        })
+        .map(|(t, _)| *t)
+        .unwrap_or_else(now_ns);
+    s.end = Some((t_end, format!("{state:?}")));
 }
 
-fn one_attempt() {
+/// Connect (as a PLC does) and open a session for the new AR.
+fn open(
+    rig: &mut Rig,
+    sessions: &mut Vec<Session>,
+    within: Duration,
+    c: &mut Counters,
+) -> Result<(), String> {
+    let connect = now_ns();
+    rig.connect(within, c)?;
+    sessions.push(Session {
+        ar: rig.ar().unwrap().id(),
+        connect,
+        start: now_ns(),
+        end: None,
+    });
+    Ok(())
+}
+
+/// The judgement is deterministic: the sessions are bounded by the controller's own moments
+/// (connect call, data exchange, end event) and the lost frames are counted over the whole
+/// recording. (Session 1's version judged each AR on the frames recorded between its
+/// `connect()` returning and the next one returning; in the 4-of-8 phase the burst that ended
+/// an AR often began before `connect()` returned, or its next frame fell into the next
+/// session, so the gap showed in neither window: "ended without a recorded gap". It then
+/// retried up to three times; the retry is gone.)
+#[test]
+fn ar_ends_only_when_data_hold_factor_frames_are_lost_and_comes_back() {
     if !pn_testkit::env::require_root() {
         return;
     }
@@ -73,15 +106,15 @@ fn one_attempt() {
     .expect("lab");
     // Controller events with their time (watchdog expiries, device aborts).
     let events = rig.controller().unwrap().events();
-    let log: Arc<Mutex<Vec<(u64, Event)>>> = Arc::default();
+    let log: EventLog = Arc::default();
     let l2 = log.clone();
     std::thread::spawn(move || {
         for e in events {
             l2.lock().unwrap().push((now_ns(), e));
         }
     });
-    rig.connect(Duration::from_secs(20), &mut c)
-        .expect("connect");
+    let mut sessions = Vec::new();
+    open(&mut rig, &mut sessions, Duration::from_secs(20), &mut c).expect("connect");
     let st = rig.ar().unwrap().status();
     let mac = pn_controller::parse_mac(&st.device_mac).unwrap().0;
     let c_sdu = rig.ar().unwrap().layout().input.data_length as usize;
@@ -93,11 +126,6 @@ fn one_attempt() {
         c_sdu,
     )
     .expect("probe");
-    let mut sessions = vec![Session {
-        ar: rig.ar().unwrap().id(),
-        start: now_ns(),
-        end: None,
-    }];
     // (CycleCounter mask, consecutive frames lost of every 8, seconds)
     let phases = [
         (0x0380u16, 1u64, 4u64),
@@ -106,108 +134,93 @@ fn one_attempt() {
         (0x0380, 1, 2),
     ];
     let mut reconnect_max = Duration::ZERO;
-    let mut ends_per_phase = Vec::new();
+    let mut phase_starts = Vec::new();
     for (mask, _lost, secs) in phases {
-        let before = sessions.iter().filter(|s| s.end.is_some()).count();
-        if !rig.ar().is_some_and(|a| a.state() == ArState::DataExchange) {
-            rig.connect(Duration::from_secs(15), &mut c)
+        let ar = rig.ar().unwrap();
+        if ar.state() != ArState::DataExchange {
+            // It ended between two phases: recorded like any other end.
+            close(&mut sessions, &log, &ar);
+            open(&mut rig, &mut sessions, Duration::from_secs(15), &mut c)
                 .expect("connect before a phase");
-            sessions.push(Session {
-                ar: rig.ar().unwrap().id(),
-                start: now_ns(),
-                end: None,
-            });
         }
         rig.drop_pattern(mask, 0).expect("loss pattern");
+        phase_starts.push(now_ns());
         let end = Instant::now() + Duration::from_secs(secs);
         while Instant::now() < end {
             let ar = rig.ar().unwrap();
-            let state = ar.state();
-            if state != ArState::DataExchange {
-                let t_end = log
-                    .lock()
-                    .unwrap()
-                    .iter()
-                    .rev()
-                    .find(|(_, e)| match e {
-                        Event::WatchdogExpired { ar: a, .. } => *a == ar.id(),
-                        Event::DeviceAbort { ar: a, .. } => *a == ar.id(),
-                        Event::State {
-                            ar: a,
-                            state: ArState::Aborted(_),
-                            ..
-                        } => *a == ar.id(),
-                        _ => false,
-                    })
-                    .map(|(t, _)| *t)
-                    .unwrap_or_else(now_ns);
-                sessions.last_mut().unwrap().end = Some((t_end, format!("{state:?}")));
+            if ar.state() != ArState::DataExchange {
+                close(&mut sessions, &log, &ar);
                 let t0 = Instant::now();
                 let left = end.saturating_duration_since(Instant::now());
-                if rig
-                    .connect(left.max(Duration::from_millis(200)), &mut c)
-                    .is_err()
+                if open(
+                    &mut rig,
+                    &mut sessions,
+                    left.max(Duration::from_millis(200)),
+                    &mut c,
+                )
+                .is_err()
                 {
                     break;
                 }
                 reconnect_max = reconnect_max.max(t0.elapsed());
-                sessions.push(Session {
-                    ar: rig.ar().unwrap().id(),
-                    start: now_ns(),
-                    end: None,
-                });
                 continue;
             }
             std::thread::sleep(Duration::from_millis(2));
         }
-        ends_per_phase.push(sessions.iter().filter(|s| s.end.is_some()).count() - before);
+        close(&mut sessions, &log, &rig.ar().unwrap());
     }
     let dropped = rig.impairment_drops();
     rig.clear_impairment().expect("impairment off");
-    // Let the last frames in, then stop recording.
-    std::thread::sleep(Duration::from_millis(100));
-    let frames = probe.take();
-    drop(probe);
-    // The exchange is back by itself (the PLC reconnects) and carries data.
+    // The exchange is back by itself (the PLC reconnects) and carries data; the recording
+    // goes on meanwhile, so the frame after the last gap is in it.
     let t0 = Instant::now();
-    rig.ensure_connected(Duration::from_secs(15), &mut c)
-        .expect("exchange after the run");
+    let ar = rig.ar().unwrap();
+    close(&mut sessions, &log, &ar);
+    if ar.state() != ArState::DataExchange {
+        open(&mut rig, &mut sessions, Duration::from_secs(15), &mut c)
+            .expect("exchange after the run");
+    }
     reconnect_max = reconnect_max.max(t0.elapsed());
     rig.write_and_check(&mut c).expect("write after the run");
+    let ar = rig.ar().unwrap();
+    let t_alive = now_ns();
+    assert_eq!(ar.state(), ArState::DataExchange);
+    let frames = probe.take();
+    drop(probe);
+    close(&mut sessions, &log, &ar);
 
-    // Judge every session against the frames that reached the controller.
+    // The device's CycleCounter runs on across ARs (the provider's counter lives in its
+    // cyclic thread and advances for every slot of a job, sent or lost), so the frames lost
+    // are counted over the whole recording, across session boundaries:
+    // (receive time of the frame before the gap, frames lost).
     let cycle_ns = cycle_ms * 1_000_000;
     let step = (cycle_ms * 32) as u16;
+    let gaps: Vec<(u64, u64)> = frames
+        .windows(2)
+        .filter_map(|w| {
+            let d = w[1].1.wrapping_sub(w[0].1);
+            // Duplicates (same CycleCounter) and backward steps are not gaps.
+            (d != 0 && d <= 0xF000).then(|| (w[0].0, u64::from(d / step).saturating_sub(1)))
+        })
+        .collect();
+    let boundary = gaps.iter().filter(|(_, l)| *l + 1 == dhf).count();
+    let max_lost_kept = gaps
+        .iter()
+        .filter(|(_, l)| *l + 1 < dhf)
+        .map(|(_, l)| *l)
+        .max()
+        .unwrap_or(0);
     let mut errors = Vec::new();
-    let (mut must, mut boundary, mut ended) = (0u64, 0u64, 0u64);
-    let mut max_lost_kept = 0u64;
+    let (mut must, mut ended, mut before_return) = (0u64, 0u64, 0u64);
     for (si, s) in sessions.iter().enumerate() {
-        // The session's frames: from its start until the next session starts (an ended AR's
-        // device keeps sending until its own watchdog trips; those frames show the gap).
-        let until = sessions.get(si + 1).map_or(u64::MAX, |n| n.start);
-        let fr: Vec<&(u64, u16)> = frames
-            .iter()
-            .filter(|(t, _)| *t >= s.start && *t < until)
-            .collect();
-        // Gaps (duplicates skipped: same CycleCounter): (time of the frame before, lost).
-        let gaps: Vec<(u64, u64)> = fr
-            .windows(2)
-            .filter_map(|w| {
-                let d = w[1].1.wrapping_sub(w[0].1);
-                (d != 0 && d <= 0xF000).then(|| (w[0].0, u64::from(d / step).saturating_sub(1)))
-            })
-            .collect();
-        for (_, lost) in &gaps {
-            if *lost + 1 == dhf {
-                boundary += 1;
-            } else if *lost < dhf {
-                max_lost_kept = max_lost_kept.max(*lost);
-            }
-        }
-        let first_big = gaps.iter().find(|(_, l)| *l + 1 >= dhf);
         match &s.end {
             None => {
-                if let Some((t, lost)) = gaps.iter().find(|(_, l)| *l >= dhf) {
+                // In data exchange from `start` until it was last seen alive: a gap of DHF
+                // lost frames in between must have ended it.
+                if let Some((t, lost)) = gaps
+                    .iter()
+                    .find(|(t, l)| *t >= s.start && *t + dhf * cycle_ns < t_alive && *l >= dhf)
+                {
                     must += 1;
                     errors.push(format!(
                         "AR {} (session {si}): {lost} consecutive frames lost at t+{} ms but the AR went on",
@@ -220,56 +233,81 @@ fn one_attempt() {
                 ended += 1;
                 if !why.contains("watchdog") {
                     errors.push(format!(
-                        "AR {} ended for another reason than the data-hold watchdog: {why}",
+                        "AR {} (session {si}) ended for another reason than the data-hold watchdog: {why}",
                         s.ar
                     ));
                     continue;
                 }
-                match first_big {
-                    None => errors.push(format!(
-                        "AR {} (session {si}) ended by the watchdog without {} consecutive frames lost (largest gap {:?})",
+                // The gap that ended it: the first of at least DHF - 1 lost frames after the
+                // connect began and before the end.
+                let first_big = gaps
+                    .iter()
+                    .find(|(t, l)| *t >= s.connect && *t <= *t_end && *l + 1 >= dhf);
+                let Some((t_gap, lost)) = first_big else {
+                    errors.push(format!(
+                        "AR {} (session {si}) ended by the watchdog without {} consecutive frames lost (largest gap in its life {:?})",
                         s.ar,
                         dhf - 1,
-                        gaps.iter().map(|(_, l)| *l).max()
-                    )),
-                    Some((t_gap, lost)) => {
-                        // The watchdog may only fire a data-hold time after the last frame.
-                        if t_gap + dhf * cycle_ns > t_end + 1_000_000 {
-                            errors.push(format!(
-                                "AR {} ended {} us after the last frame before the gap of {lost} (data-hold time {} us)",
-                                s.ar,
-                                t_end.saturating_sub(*t_gap) / 1000,
-                                dhf * cycle_ns / 1000
-                            ));
-                        }
-                        // A second gap of DHF frames inside the same AR: it should have ended at
-                        // the first one.
-                        if gaps.iter().filter(|(t, l)| *l >= dhf && t > t_gap).count() > 0
-                            && *lost >= dhf
-                        {
-                            errors.push(format!(
-                                "AR {} (session {si}) survived a gap of {lost} lost frames",
-                                s.ar
-                            ));
-                        }
-                    }
+                        gaps.iter()
+                            .filter(|(t, _)| *t >= s.connect && *t <= *t_end)
+                            .map(|(_, l)| *l)
+                            .max()
+                    ));
+                    continue;
+                };
+                // Session 1's windows missed these: the burst began before connect() returned.
+                if *t_gap < s.start {
+                    before_return += 1;
+                }
+                // The watchdog may only fire a data-hold time after the last frame.
+                if t_gap + dhf * cycle_ns > t_end + 1_000_000 {
+                    errors.push(format!(
+                        "AR {} ended {} us after the last frame before the gap of {lost} (data-hold time {} us)",
+                        s.ar,
+                        t_end.saturating_sub(*t_gap) / 1000,
+                        dhf * cycle_ns / 1000
+                    ));
+                }
+                // An earlier gap of DHF lost frames in data exchange: it should have ended there.
+                if let Some((_, l)) = gaps
+                    .iter()
+                    .find(|(t, l)| *t >= s.start && t < t_gap && *l >= dhf)
+                {
+                    errors.push(format!(
+                        "AR {} (session {si}) survived a gap of {l} lost frames",
+                        s.ar
+                    ));
                 }
             }
         }
     }
+    // Ends per phase, by the time of the end (an AR connected under one pattern may be ended
+    // by its last burst just after the next pattern was installed: the gap decides, above).
+    let mut ends_per_phase = vec![0u64; phases.len()];
+    for (t, _) in sessions.iter().filter_map(|s| s.end.as_ref()) {
+        if let Some(k) = phase_starts.iter().rposition(|p| p <= t) {
+            ends_per_phase[k] += 1;
+        }
+    }
     eprintln!(
-        "loss: {dropped} frames dropped; AR ends per phase (1, 2, 4 of 8 lost, 1 of 8 again): {ends_per_phase:?}; {} sessions, {ended} ended by the watchdog, {boundary} boundary gaps ({} lost), largest gap survived {max_lost_kept} lost frames, slowest reconnect {reconnect_max:?}, {} frames recorded",
+        "loss: {dropped} frames dropped; AR ends per phase (1, 2, 4 of 8 lost, 1 of 8 again): {ends_per_phase:?}; {} sessions, {ended} ended ({before_return} by a burst that began before connect() returned), {boundary} boundary gaps ({} lost), largest gap survived {max_lost_kept} lost frames, slowest reconnect {reconnect_max:?}, {} frames recorded",
         sessions.len(),
         dhf - 1,
         frames.len()
     );
+    // Every end was explained by DHF - 1 or more frames lost, and no such loss was survived:
+    // 1 or 2 lost frames of 8 never end the AR (data-hold factor 4); an end in those phases
+    // is accepted only with a recorded gap of at least 3 (a stall of the sender on top of the
+    // pattern). 4 of 8 always end it.
+    if !errors.is_empty() {
+        // The device's log (its watchdog and abort messages) for the report.
+        if let Some(p) = rig.lab.keep_artifacts("reliability_loss") {
+            eprintln!("device log kept beside {}", p.display());
+        }
+    }
     assert!(errors.is_empty(), "{errors:#?}");
     assert_eq!(must, 0);
-    // 1 or 2 lost frames of 8 never end the AR (data-hold factor 4); 4 of 8 always do.
-    assert_eq!(ends_per_phase[0], 0, "{ends_per_phase:?}");
-    assert_eq!(ends_per_phase[1], 0, "{ends_per_phase:?}");
     assert!(ends_per_phase[2] >= 1, "{ends_per_phase:?}");
-    assert_eq!(ends_per_phase[3], 0, "{ends_per_phase:?}");
     assert!(ended >= 1);
     assert!(dropped > 500, "only {dropped} frames dropped");
     assert!(
