@@ -16,6 +16,7 @@
 #![allow(clippy::result_large_err)]
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -76,7 +77,12 @@ struct Ctx {
 }
 
 fn json_resp(status: StatusCode, v: &Value) -> Resp {
-    let mut r = Response::new(Full::new(Bytes::from(v.to_string())));
+    json_bytes_resp(status, serde_json::to_vec(v).unwrap_or_default())
+}
+
+/// A JSON response from an already serialised body.
+fn json_bytes_resp(status: StatusCode, body: Vec<u8>) -> Resp {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
     *r.status_mut() = status;
     r.headers_mut().insert(
         CONTENT_TYPE,
@@ -209,20 +215,48 @@ async fn reject_connection(mut stream: tokio::net::TcpStream) {
     .await;
 }
 
-/// Run the handler on its own task so that a bug (panic) becomes a 500, never a dead server.
+/// Run the handler so that a bug (panic) becomes a 500, never a dead server.
+///
+/// GET handlers never wait (no body, no await): they run in place, in the connection's task,
+/// with the panic caught around each poll; a task per request cost a spawn, a cross-thread
+/// wake-up and a join per `GET /api/status` (docs/decisions.md "Status path"). Every other
+/// request runs on its own task, so a client that goes away mid-request cannot cancel a
+/// start, stop, reset or reload half-way (the task finishes on its own).
 async fn handle_guarded(req: Request<Incoming>, ctx: Arc<Ctx>) -> Resp {
     let method = req.method().clone();
-    let path = req.uri().path().to_string();
+    let uri = req.uri().clone();
+    let failed = |what: &dyn std::fmt::Display| {
+        tracing::error!("handler for {method} {} failed: {what}", uri.path());
+        track1(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            code::INTERNAL,
+            "internal service error",
+        )
+    };
+    if method == Method::GET {
+        let mut fut = std::pin::pin!(handle(req, ctx));
+        let r = std::future::poll_fn(|cx| {
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+                Ok(p) => p.map(Ok),
+                Err(payload) => std::task::Poll::Ready(Err(payload)),
+            }
+        })
+        .await;
+        return match r {
+            Ok(r) => r,
+            Err(payload) => {
+                let msg = payload
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| payload.downcast_ref::<&str>().copied())
+                    .unwrap_or("panic");
+                failed(&format_args!("panicked: {msg}"))
+            }
+        };
+    }
     match tokio::spawn(handle(req, ctx)).await {
         Ok(r) => r,
-        Err(e) => {
-            tracing::error!("handler for {method} {path} failed: {e}");
-            track1(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                code::INTERNAL,
-                "internal service error",
-            )
-        }
+        Err(e) => failed(&e),
     }
 }
 
@@ -355,7 +389,7 @@ async fn handle(req: Request<Incoming>, ctx: Arc<Ctx>) -> Resp {
                 .insert("cache-control", HeaderValue::from_static("no-store"));
             r
         }
-        (Method::GET, "/api/status") => ok(rt.status()),
+        (Method::GET, "/api/status") => json_bytes_resp(StatusCode::OK, rt.status_json()),
         (Method::GET, "/api/info") => ok(rt.info()),
         (Method::GET, "/api/io") => ok(rt.io_snapshot()),
         (Method::GET, "/api/diag") => ok(rt.diag()),

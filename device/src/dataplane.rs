@@ -660,6 +660,52 @@ pub fn read_link_state(nic: &str) -> LinkState {
     }
 }
 
+/// Whether `nic` exists (`present` of [`read_link_state`], without reading carrier/operstate).
+pub fn nic_present(nic: &str) -> bool {
+    valid_nic_name(nic) && std::path::Path::new("/sys/class/net").join(nic).exists()
+}
+
+/// [`nic_present`] cached per NIC name for at most `ttl` (`GET /api/status`'s
+/// `hardwarePortPresent`): the sysfs lookup cost a quarter of the daemon's CPU under status
+/// polling (docs/decisions.md "Status path"). Never holds its lock during the lookup, so a
+/// miss never makes other requests wait on file I/O.
+#[derive(Debug)]
+pub struct PortPresenceCache {
+    ttl: Duration,
+    last: Mutex<Option<(String, std::time::Instant, bool)>>,
+}
+
+impl PortPresenceCache {
+    pub fn new(ttl: Duration) -> Self {
+        PortPresenceCache {
+            ttl,
+            last: Mutex::new(None),
+        }
+    }
+
+    /// The cached value for `nic` when it is younger than the TTL.
+    pub fn cached(&self, nic: &str) -> Option<bool> {
+        let last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        match &*last {
+            Some((n, at, present)) if n == nic && at.elapsed() < self.ttl => Some(*present),
+            _ => None,
+        }
+    }
+
+    /// Look `nic` up now and remember the answer.
+    pub fn refresh(&self, nic: &str) -> bool {
+        let at = std::time::Instant::now();
+        let present = nic_present(nic);
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some((nic.to_string(), at, present));
+        present
+    }
+
+    /// The cached value, or a fresh lookup.
+    pub fn present(&self, nic: &str) -> bool {
+        self.cached(nic).unwrap_or_else(|| self.refresh(nic))
+    }
+}
+
 fn read_mac(nic: &str) -> Option<[u8; 6]> {
     let s = std::fs::read_to_string(format!("/sys/class/net/{nic}/address")).ok()?;
     let mut mac = [0u8; 6];

@@ -146,6 +146,42 @@ pub struct Runtime {
     rx: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<StackEvent>>>,
     started_at: Instant,
     started_at_text: String,
+    /// `hardwarePortPresent` of `GET /api/status`, cached for the link monitor's poll period.
+    port_presence: crate::dataplane::PortPresenceCache,
+}
+
+/// The `GET /api/status` document (spec 2.1; `stateCode`, `interfaceName`, `linkUp`,
+/// `highResolutionTimer`, `configSource` are extras). Fields in sorted order, the order the
+/// earlier `serde_json::Value` map wrote them, so the bytes on the wire did not change.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StatusBody<'a> {
+    alarm_count: usize,
+    config_source: &'a str,
+    config_station_name: &'a str,
+    connected: bool,
+    critical_alarm_count: usize,
+    dcp_ip_applied: bool,
+    dcp_ip_apply_message: &'a str,
+    error_code: i32,
+    ever_connected: bool,
+    hardware_port_present: bool,
+    high_resolution_timer: bool,
+    interface_name: &'a str,
+    io_epoch: u64,
+    link_up: bool,
+    master_assigned_gateway: String,
+    master_assigned_ip: String,
+    master_assigned_mask: String,
+    master_station_name: &'a str,
+    output_synced_to_driver: bool,
+    service_name: &'static str,
+    state: &'static str,
+    state_code: i32,
+    status_message: &'a str,
+    timestamp: String,
+    version: &'static str,
+    wait_reason: &'static str,
 }
 
 fn ok_body(ok: bool, message: impl Into<String>) -> Value {
@@ -251,6 +287,9 @@ impl Runtime {
                 rx: Mutex::new(Some(rx)),
                 started_at: Instant::now(),
                 started_at_text: now_rfc3339(),
+                port_presence: crate::dataplane::PortPresenceCache::new(
+                    crate::stack::link::DEFAULT_POLL,
+                ),
             }
         })
     }
@@ -1050,18 +1089,35 @@ impl Runtime {
 
     // ------------------------------------------------------------------ read models
 
-    /// `GET /api/status`.
+    /// `GET /api/status` as a JSON value.
     pub fn status(&self) -> Value {
+        self.with_status(|b| serde_json::to_value(b).unwrap_or(Value::Null))
+    }
+
+    /// `GET /api/status` serialised: the same document as [`Runtime::status`], written
+    /// straight from the state (no intermediate `Value` map: docs/decisions.md "Status path").
+    pub fn status_json(&self) -> Vec<u8> {
+        self.with_status(|b| serde_json::to_vec(b).unwrap_or_default())
+    }
+
+    fn with_status<R>(&self, f: impl FnOnce(&StatusBody<'_>) -> R) -> R {
         let img = self.current_image();
-        // The port check reads sysfs: do it before taking the state lock, so concurrent status
-        // requests (and the event task) never queue behind file I/O (docs/benchmarks.md).
-        let nic = {
-            let sh = self.lock();
-            self.active_nic(&sh)
+        // The port check reads sysfs, cached for the link monitor's poll period (so a NIC that
+        // appears or goes shows within the time a link change does). On a miss the lookup
+        // runs without the state lock, so concurrent status requests (and the event task)
+        // never queue behind file I/O.
+        let mut sh = self.lock();
+        let mut nic = self.active_nic(&sh);
+        let port_present = match self.port_presence.cached(&nic) {
+            Some(p) => p,
+            None => {
+                drop(sh);
+                let p = self.port_presence.refresh(&nic);
+                sh = self.lock();
+                nic = self.active_nic(&sh);
+                p
+            }
         };
-        let port_present = crate::dataplane::read_link_state(&nic).present;
-        let sh = self.lock();
-        let nic = self.active_nic(&sh);
         let (alarms, critical) = sh.alarms.counts();
         let ipf = |f: fn(&StoredIp) -> Ipv4Addr| {
             sh.master_ip
@@ -1069,34 +1125,33 @@ impl Runtime {
                 .map(|i| f(i).to_string())
                 .unwrap_or_default()
         };
-        json!({
-            "serviceName": SERVICE_NAME,
-            "version": VERSION,
-            "state": sh.state.as_str(),
-            "connected": sh.connected,
-            "everConnected": sh.ever_connected,
-            "errorCode": sh.error_code,
-            "ioEpoch": img.epoch(),
-            "criticalAlarmCount": critical,
-            "alarmCount": alarms,
-            "hardwarePortPresent": port_present,
-            "waitReason": Self::wait_reason(&sh),
-            "statusMessage": sh.status_message,
-            "masterAssignedIp": ipf(|i| i.ip),
-            "masterAssignedMask": ipf(|i| i.mask),
-            "masterAssignedGateway": ipf(|i| i.gateway),
-            "configStationName": sh.config.station_name,
-            "masterStationName": sh.master_station_name,
-            "dcpIpApplied": sh.dcp_ip_applied,
-            "dcpIpApplyMessage": sh.dcp_ip_apply_message,
-            "outputSyncedToDriver": img.output_synced(),
-            "timestamp": now_rfc3339(),
-            // extras (consumers skip unknown fields)
-            "stateCode": sh.state.code(),
-            "interfaceName": nic,
-            "linkUp": sh.link_up,
-            "highResolutionTimer": sh.high_res,
-            "configSource": sh.config.source,
+        f(&StatusBody {
+            alarm_count: alarms,
+            config_source: &sh.config.source,
+            config_station_name: &sh.config.station_name,
+            connected: sh.connected,
+            critical_alarm_count: critical,
+            dcp_ip_applied: sh.dcp_ip_applied,
+            dcp_ip_apply_message: &sh.dcp_ip_apply_message,
+            error_code: sh.error_code,
+            ever_connected: sh.ever_connected,
+            hardware_port_present: port_present,
+            high_resolution_timer: sh.high_res,
+            interface_name: &nic,
+            io_epoch: img.epoch(),
+            link_up: sh.link_up,
+            master_assigned_gateway: ipf(|i| i.gateway),
+            master_assigned_ip: ipf(|i| i.ip),
+            master_assigned_mask: ipf(|i| i.mask),
+            master_station_name: &sh.master_station_name,
+            output_synced_to_driver: img.output_synced(),
+            service_name: SERVICE_NAME,
+            state: sh.state.as_str(),
+            state_code: sh.state.code(),
+            status_message: &sh.status_message,
+            timestamp: now_rfc3339(),
+            version: VERSION,
+            wait_reason: Self::wait_reason(&sh),
         })
     }
 
@@ -1521,5 +1576,37 @@ mod tests {
             controller: "plc".into(),
         });
         assert_eq!(rt.state(), RunState::Stopped);
+    }
+
+    #[test]
+    fn status_json_is_the_status_document_with_keys_in_sorted_order() {
+        let (rt, _p, _d) = runtime(vec![]);
+        let text = rt.status_json();
+        let mut parsed: Value = serde_json::from_slice(&text).unwrap();
+        let mut value = rt.status();
+        // The bytes equal what a `Value` (sorted map) of the same document serialises to.
+        assert_eq!(text, serde_json::to_vec(&parsed).unwrap());
+        for v in [&mut parsed, &mut value] {
+            v.as_object_mut().unwrap().remove("timestamp").unwrap();
+        }
+        assert_eq!(parsed, value);
+        assert_eq!(value["interfaceName"], "fake0");
+        assert_eq!(value["hardwarePortPresent"], false);
+        assert_eq!(value["state"], "Stopped");
+    }
+
+    #[test]
+    fn port_presence_cache_answers_from_cache_within_the_ttl_only() {
+        let c = crate::dataplane::PortPresenceCache::new(Duration::from_secs(3600));
+        assert_eq!(c.cached("lo"), None);
+        assert!(c.present("lo"));
+        assert_eq!(c.cached("lo"), Some(true));
+        // Another NIC name is a miss, and its answer replaces the entry.
+        assert_eq!(c.cached("pn-h4-absent0"), None);
+        assert!(!c.present("pn-h4-absent0"));
+        assert_eq!(c.cached("lo"), None);
+        let zero = crate::dataplane::PortPresenceCache::new(Duration::ZERO);
+        assert!(zero.present("lo"));
+        assert_eq!(zero.cached("lo"), None);
     }
 }
