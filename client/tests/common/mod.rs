@@ -3,83 +3,34 @@
 //! tool, and helpers to run client code and `pnctl` inside the namespace.
 //!
 //! Finding the daemon: `CARGO_BIN_EXE_*` only exists for binaries of the package under test, so
-//! the first use runs `cargo build -p pn-device --bins` (the same cargo that runs the tests,
-//! same profile) and then takes `pn-device` and `pn-licence` from the target directory next to
-//! this test executable (`target/debug/`). That keeps the daemon in step with the source without
-//! a dev-dependency on pn-device (which would build only its library, not its binaries).
+//! `pn_testkit::daemon::device_bin` runs `cargo build -p pn-device --bins` on first use (the same
+//! cargo that runs the tests, same profile) and takes `pn-device` and `pn-licence` from the
+//! target directory next to this test executable (`target/debug/`). That keeps the daemon in
+//! step with the source without a dev-dependency on pn-device (which would build only its
+//! library, not its binaries).
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::process::{Child, Output, Stdio};
+use std::time::Duration;
 
+use pn_testkit::daemon::{self as dk, DevLicence, DeviceXml, Launcher};
 use pn_testkit::netns::{NetNs, Veth};
 use serde_json::{json, Value};
 
 pub const PNCTL: &str = env!("CARGO_BIN_EXE_pnctl");
 pub const URL: &str = "http://127.0.0.1:18840";
 
-/// Directory holding the workspace's binaries (`target/<profile>/`).
-fn bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    // target/<profile>/deps/<test>-<hash>
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target dir")
-        .to_path_buf()
-}
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
-
-/// Build the daemon binaries once per test process; return the path of `name`.
+/// The daemon binaries (`pn-device`, `pn-licence`), built once per test process.
 pub fn device_bin(name: &str) -> PathBuf {
-    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
-    let built = BUILT.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.current_dir(workspace_root())
-            .args(["build", "-p", "pn-device", "--bins"])
-            .stdin(Stdio::null());
-        // Same profile as this test binary.
-        if bin_dir().file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let out = cmd.output().map_err(|e| format!("cannot run cargo: {e}"))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "cargo build -p pn-device failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            ))
-        }
-    });
-    if let Err(e) = built {
-        panic!("{e}");
-    }
-    let p = bin_dir().join(name);
-    assert!(p.exists(), "{} missing after the build", p.display());
-    p
+    dk::device_bin().with_file_name(name)
 }
 
-/// Poll `f` every 10 ms until it returns `Some`, or panic after `timeout`.
-pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+/// Poll `f` every 20 ms until it returns `Some`, or panic after `timeout`.
+pub fn wait_for<T>(what: &str, timeout: Duration, f: impl FnMut() -> Option<T>) -> T {
+    pn_testkit::poll::some(timeout, f).unwrap_or_else(|| panic!("timed out waiting for {what}"))
 }
 
 /// What to start.
@@ -122,27 +73,14 @@ pub struct Daemon {
 }
 
 pub fn write_config(path: &Path, in_len: u16, out_len: u16) {
-    let xml = format!(
-        r#"<PnDeviceConfiguration>
-  <StationName>client-test</StationName><DeviceName>pn-device</DeviceName>
-  <VendorID>0x0493</VendorID><DeviceID>0x0007</DeviceID>
-  <Identification><OrderId>ORDER-CL</OrderId><SerialNumber>SN-CL-1</SerialNumber>
-    <HardwareRevision>2</HardwareRevision><SoftwareRevision>V1.0.0</SoftwareRevision>
-    <ProductName>client test device</ProductName></Identification>
-  <SendClock>1</SendClock>
-  <SlotLayout>
-    <Module Slot="0" ModuleIdentNumber="1">
-      <Submodule Subslot="1" SubmoduleIdentNumber="1"/>
-      <Submodule Subslot="0x8000" SubmoduleIdentNumber="2"/>
-      <Submodule Subslot="0x8001" SubmoduleIdentNumber="3"/>
-    </Module>
-    <Module Slot="1" ModuleIdentNumber="0x30">
-      <Submodule Subslot="1" SubmoduleIdentNumber="1" InputLength="{in_len}" OutputLength="{out_len}"/>
-    </Module>
-  </SlotLayout>
-</PnDeviceConfiguration>"#
-    );
-    std::fs::write(path, xml).expect("write config");
+    DeviceXml {
+        device_id: 0x0007,
+        ..DeviceXml::new("client-test")
+    }
+    .ident("ORDER-CL", "SN-CL-1", 2, "V1.0.0")
+    .product(Some("client test device"))
+    .io(in_len, out_len)
+    .write(path);
 }
 
 impl Daemon {
@@ -153,14 +91,14 @@ impl Daemon {
         let d = dir.path();
         let cfg = d.join("config.xml");
         write_config(&cfg, opts.in_len, opts.out_len);
-        let mut settings = json!({
-            "Runtime": { "AutoStart": false },
-            "Paths": {
-                "RuntimeConfig": cfg.display().to_string(),
-                "PersistenceDir": d.join("persist").display().to_string(),
-            },
-            "Licence": { "CertificatePath": d.join("licence.json").display().to_string() },
-        });
+        let mut settings = dk::base_settings(d);
+        dk::merge(
+            &mut settings,
+            json!({
+                "Runtime": { "AutoStart": false },
+                "Paths": { "RuntimeConfig": cfg.display().to_string() },
+            }),
+        );
         if let Some(k) = &opts.api_key {
             settings["Api"] = json!({ "ApiKey": k });
         }
@@ -170,31 +108,10 @@ impl Daemon {
                 "SimControlSocket": d.join("sim.sock").display().to_string(),
             });
         }
-        std::fs::write(d.join("settings.json"), settings.to_string()).expect("settings");
+        dk::write_settings(&d.join("settings.json"), &settings);
         if opts.licence {
-            let out = Command::new(device_bin("pn-licence"))
-                .current_dir(workspace_root())
-                .args([
-                    "issue",
-                    "--key",
-                    "device/testdata/dev-licence-private-key.txt",
-                ])
-                .args([
-                    "--licensee",
-                    "pn-client tests",
-                    "--days",
-                    "1",
-                    "--any",
-                    "--out",
-                ])
-                .arg(d.join("licence.json"))
-                .output()
-                .expect("run pn-licence");
-            assert!(
-                out.status.success(),
-                "pn-licence: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            DevLicence::new("pn-client tests", "pncl-1")
+                .write(&device_bin("pn-licence"), &d.join(dk::LICENCE_FILE));
         }
         let log = d.join("daemon.log");
         let mut me = Daemon {
@@ -210,29 +127,13 @@ impl Daemon {
     }
 
     fn spawn(&mut self) {
-        let logf = std::fs::File::create(&self.log).expect("log");
-        let mut cmd = self.ns.command(device_bin("pn-device"));
-        cmd.arg("--settings")
-            .arg(self.dir.path().join("settings.json"))
-            .env_remove("PN_DEVICE_SETTINGS")
-            .env_remove("RUST_LOG")
-            .env(
-                "VENDOR_PNET_NIC",
-                self.opts.nic.clone().unwrap_or_else(|| self.veth.a.clone()),
-            )
-            .stdin(Stdio::null())
-            .stdout(logf.try_clone().expect("log"))
-            .stderr(logf);
-        self.child = Some(cmd.spawn().expect("spawn pn-device"));
-        // Readiness: GET /api/info answers (through our own client), with a deadline.
-        let key = self.opts.api_key.clone();
-        let r = self.run(move || {
-            pn_client::blocking::BlockingClient::connect(URL, key)
-                .and_then(|c| c.wait_ready(Duration::from_secs(20)))
-        });
-        if let Err(e) = r {
-            panic!("daemon not ready: {e}\nlog:\n{}", self.log_text());
-        }
+        let nic = self.opts.nic.clone().unwrap_or_else(|| self.veth.a.clone());
+        let child = Launcher::new(self.ns.name(), device_bin("pn-device"), &self.log)
+            .settings(self.dir.path().join("settings.json"))
+            .nic(&nic)
+            .spawn();
+        let child = self.child.insert(child);
+        dk::wait_api(self.ns.name(), child, &self.log, Duration::from_secs(20));
     }
 
     pub fn log_text(&self) -> String {
@@ -324,8 +225,7 @@ impl Daemon {
 
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
+            dk::kill(&mut c);
         }
     }
 }

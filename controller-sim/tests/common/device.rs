@@ -1,9 +1,10 @@
 //! The real pn-device daemon in one namespace, the controller library in another, a veth pair
-//! between them. The daemon binary is `target/debug/pn-device` (`cargo build -p pn-device`).
+//! between them. The daemon binary and its files come from `pn_testkit::daemon` (which builds
+//! `pn-device` on first use, or takes `$PN_DEVICE_BIN`).
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -12,6 +13,7 @@ use pn_controller::{
     ArConfig, ArHandle, ArState, Controller, ControllerConfig, DeviceConfig, Error, Faults,
     RealtimeOptions,
 };
+use pn_testkit::daemon::{self as dk, DevLicence, DeviceXml, Launcher};
 use pn_testkit::netns::{NetNs, Veth};
 use serde_json::{json, Value};
 
@@ -22,13 +24,7 @@ pub const STATION: &str = "pnc-dev";
 static N: AtomicU32 = AtomicU32::new(0);
 
 pub fn bin() -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/pn-device");
-    assert!(
-        p.exists(),
-        "{} missing: build it first with `cargo build -p pn-device`",
-        p.display()
-    );
-    p
+    dk::device_bin()
 }
 
 /// Device configuration XML: DAP + slot 1 with 4 bytes each way (device terms: InputLength =
@@ -39,55 +35,13 @@ pub fn config_xml(nic: &str, send_clock_ms: u16) -> String {
 
 /// Same layout with another station name and IP.
 pub fn config_xml_for(nic: &str, send_clock_ms: u16, station: &str, ip: Ipv4Addr) -> String {
-    format!(
-        r#"<PnDeviceConfiguration>
-  <StationName>{station}</StationName><DeviceName>pn-device</DeviceName>
-  <VendorID>0x0493</VendorID><DeviceID>0x0001</DeviceID>
-  <Identification><OrderId>ORDER-7</OrderId><SerialNumber>SN-7</SerialNumber>
-    <HardwareRevision>1</HardwareRevision><SoftwareRevision>V1.0.0</SoftwareRevision></Identification>
-  <Network><InterfaceName>{nic}</InterfaceName></Network>
-  <IpAddress>{ip}</IpAddress><SubnetMask>255.255.255.0</SubnetMask><Gateway>0.0.0.0</Gateway>
-  <SendClock>{send_clock_ms}</SendClock>
-  <SlotLayout>
-    <Module Slot="0" ModuleIdentNumber="1">
-      <Submodule Subslot="1" SubmoduleIdentNumber="1"/>
-      <Submodule Subslot="0x8000" SubmoduleIdentNumber="2"/>
-      <Submodule Subslot="0x8001" SubmoduleIdentNumber="3"/>
-    </Module>
-    <Module Slot="1" ModuleIdentNumber="0x30">
-      <Submodule Subslot="1" SubmoduleIdentNumber="1" InputLength="4" OutputLength="4"/>
-    </Module>
-  </SlotLayout>
-</PnDeviceConfiguration>"#
-    )
-}
-
-fn write_licence(path: &Path) {
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../device/testdata/dev-licence-private-key.txt"),
-    )
-    .unwrap();
-    let line = text
-        .lines()
-        .find(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .unwrap();
-    let key = pn_device::licence::parse_private_key(line).unwrap();
-    let now = pn_device::util::unix_now();
-    let p = pn_device::licence::Payload {
-        licensee: "pn-controller tests".into(),
-        product: pn_device::licence::PRODUCT.into(),
-        serial: "pnc-1".into(),
-        issued_at: now - 60,
-        not_before: now - 60,
-        not_after: now + 3600,
-        binding: pn_device::licence::Binding {
-            machine_id: None,
-            mac: None,
-            any: Some(true),
-        },
-    };
-    std::fs::write(path, pn_device::licence::issue(&key, &p)).unwrap();
+    DeviceXml::new(station)
+        .ident("ORDER-7", "SN-7", 1, "V1.0.0")
+        .product(None)
+        .nic(Some(nic))
+        .ip(ip)
+        .send_clock_ms(send_clock_ms)
+        .to_xml()
 }
 
 /// Write licence, settings and XML into a fresh temp dir and start the daemon in `dev_ns`.
@@ -105,31 +59,45 @@ pub fn spawn_daemon(
     ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    write_licence(&dir.join("licence.json"));
+    let bin = bin();
+    DevLicence::new("pn-controller tests", "pnc-1")
+        .write(&dk::licence_tool_for(&bin), &dir.join(dk::LICENCE_FILE));
     let xml = dir.join("device.xml");
     std::fs::write(&xml, config_xml_for(nic, send_clock_ms, station, ip)).unwrap();
-    let settings = json!({
-        "Runtime": {"AutoStart": false},
-        "Paths": {"PersistenceDir": dir.join("persist").display().to_string()},
-        "Licence": {"CertificatePath": dir.join("licence.json").display().to_string()},
-        "Timer": {"HighResolution": true},
-    });
-    std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
-    let log = std::fs::File::create(dir.join("daemon.log")).unwrap();
-    let child = dev_ns
-        .command(bin())
-        .arg("--settings")
-        .arg(dir.join("settings.json"))
-        .arg("--config")
-        .arg(&xml)
-        .env("VENDOR_PNET_NIC", nic)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .expect("spawn pn-device");
+    let mut settings = dk::base_settings(&dir);
+    dk::merge(
+        &mut settings,
+        json!({"Runtime": {"AutoStart": false}, "Timer": {"HighResolution": true}}),
+    );
+    dk::write_settings(&dir.join("settings.json"), &settings);
+    let child = Launcher::new(dev_ns.name(), bin, dir.join("daemon.log"))
+        .settings(dir.join("settings.json"))
+        .config(&xml)
+        .nic(nic)
+        .spawn();
     (child, dir, xml)
+}
+
+/// Wait for the API of a daemon started by [`spawn_daemon`], then `POST /api/start`.
+fn wait_and_start(ns: &NetNs, child: &mut Child, dir: &Path) {
+    dk::wait_api(
+        ns.name(),
+        child,
+        &dir.join("daemon.log"),
+        Duration::from_secs(15),
+    );
+    let r = dk::api_json(ns.name(), "POST", "/api/start", None);
+    assert!(
+        r.as_ref().is_some_and(|r| r["ok"] == true),
+        "start: {r:?}\n{}",
+        dk::read_log(&dir.join("daemon.log"))
+    );
+}
+
+/// Stop a daemon started by [`spawn_daemon`] and remove its directory.
+fn stop_and_clean(child: &mut Child, dir: &Path) {
+    dk::stop(child, Duration::from_secs(5));
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// Daemon + controller namespaces.
@@ -154,7 +122,8 @@ impl Rig {
         dev_ns
             .exec_ok(&["ip", "addr", "add", &format!("{DEV_IP}/24"), "dev", &veth.b])
             .unwrap();
-        let (child, dir, xml) = spawn_daemon(&dev_ns, &veth.b, send_clock_ms, STATION, DEV_IP);
+        let (mut child, dir, xml) = spawn_daemon(&dev_ns, &veth.b, send_clock_ms, STATION, DEV_IP);
+        wait_and_start(&dev_ns, &mut child, &dir);
         let rig = Rig {
             dev_ns,
             ctl_ns,
@@ -163,11 +132,6 @@ impl Rig {
             dir,
             xml,
         };
-        rig.wait("the API", Duration::from_secs(15), || {
-            rig.try_http("GET", "/api/info", None).is_some()
-        });
-        let r = rig.http("POST", "/api/start", None);
-        assert_eq!(r["ok"], true, "start: {r}\n{}", rig.log());
         rig.wait("state Initialized", Duration::from_secs(15), || {
             rig.status()["state"] == "Initialized"
         });
@@ -175,46 +139,22 @@ impl Rig {
     }
 
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("daemon.log")).unwrap_or_default()
+        dk::read_log(&self.dir.join("daemon.log"))
     }
 
-    pub fn wait(&self, what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-        let end = Instant::now() + timeout;
-        while !f() {
-            if Instant::now() > end {
-                panic!("timed out waiting for {what}\ndaemon log:\n{}", self.log());
-            }
-            std::thread::sleep(Duration::from_millis(20));
+    pub fn wait(&self, what: &str, timeout: Duration, f: impl FnMut() -> bool) {
+        if !self.poll(timeout, f) {
+            panic!("timed out waiting for {what}\ndaemon log:\n{}", self.log());
         }
     }
 
     /// Poll `f` until true or `timeout`; returns whether it became true.
-    pub fn poll(&self, timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
-        let end = Instant::now() + timeout;
-        loop {
-            if f() {
-                return true;
-            }
-            if Instant::now() > end {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+    pub fn poll(&self, timeout: Duration, f: impl FnMut() -> bool) -> bool {
+        pn_testkit::poll::until(timeout, f)
     }
 
     pub fn try_http(&self, method: &str, path: &str, body: Option<Value>) -> Option<Value> {
-        let (m, p) = (method.to_string(), path.to_string());
-        self.dev_ns
-            .enter(move || {
-                let b = body.map(|b| b.to_string().into_bytes());
-                let addr: SocketAddr = "127.0.0.1:18840".parse().unwrap();
-                pn_testkit::http::request(addr, &m, &p, &[], b.as_deref(), Duration::from_secs(5))
-                    .ok()
-                    .filter(|r| r.status == 200)
-                    .and_then(|r| serde_json::from_slice(&r.body).ok())
-            })
-            .ok()
-            .flatten()
+        dk::api_json(self.dev_ns.name(), method, path, body.as_ref())
     }
 
     pub fn http(&self, method: &str, path: &str, body: Option<Value>) -> Value {
@@ -285,18 +225,7 @@ impl Rig {
 
 impl Drop for Rig {
     fn drop(&mut self) {
-        // SAFETY: signal to our own child (the `ip netns exec` wrapper execs the daemon).
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let end = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < end {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        stop_and_clean(&mut self.child, &self.dir);
     }
 }
 
@@ -311,40 +240,22 @@ pub struct Daemon {
 impl Daemon {
     /// Start a daemon on `nic` in `ns` and `POST /api/start`.
     pub fn start(ns: NetNs, nic: &str, send_clock_ms: u16, station: &str, ip: Ipv4Addr) -> Daemon {
-        let (child, dir, xml) = spawn_daemon(&ns, nic, send_clock_ms, station, ip);
-        let d = Daemon {
+        let (mut child, dir, xml) = spawn_daemon(&ns, nic, send_clock_ms, station, ip);
+        wait_and_start(&ns, &mut child, &dir);
+        Daemon {
             ns,
             child,
             dir,
             xml,
-        };
-        let end = Instant::now() + Duration::from_secs(15);
-        while d.http("GET", "/api/info", None).is_none() {
-            assert!(Instant::now() < end, "daemon API: {}", d.log());
-            std::thread::sleep(Duration::from_millis(20));
         }
-        let r = d.http("POST", "/api/start", None).expect("start");
-        assert_eq!(r["ok"], true, "{r}");
-        d
     }
 
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("daemon.log")).unwrap_or_default()
+        dk::read_log(&self.dir.join("daemon.log"))
     }
 
     pub fn http(&self, method: &str, path: &str, body: Option<Value>) -> Option<Value> {
-        let (m, p) = (method.to_string(), path.to_string());
-        self.ns
-            .enter(move || {
-                let b = body.map(|b| b.to_string().into_bytes());
-                let addr: SocketAddr = "127.0.0.1:18840".parse().unwrap();
-                pn_testkit::http::request(addr, &m, &p, &[], b.as_deref(), Duration::from_secs(5))
-                    .ok()
-                    .filter(|r| r.status == 200)
-                    .and_then(|r| serde_json::from_slice(&r.body).ok())
-            })
-            .ok()
-            .flatten()
+        dk::api_json(self.ns.name(), method, path, body.as_ref())
     }
 
     pub fn model(&self) -> DeviceModel {
@@ -354,18 +265,7 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        // SAFETY: signal to our own child.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let end = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < end {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        stop_and_clean(&mut self.child, &self.dir);
     }
 }
 

@@ -8,12 +8,13 @@
 //! --workspace` builds it, a single-crate run needs `cargo build -p pn-controller` first.
 #![allow(dead_code)]
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use pn_testkit::daemon::{self as dk, DevLicence, DeviceXml};
 use pn_testkit::netns::{NetNs, Veth};
 use serde_json::{json, Value};
 
@@ -46,17 +47,8 @@ pub fn controller_bin() -> PathBuf {
 }
 
 /// Poll `f` every 20 ms until it returns true; false after `timeout`.
-pub fn poll(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + timeout;
-    loop {
-        if f() {
-            return true;
-        }
-        if Instant::now() > end {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+pub fn poll(timeout: Duration, f: impl FnMut() -> bool) -> bool {
+    pn_testkit::poll::until(timeout, f)
 }
 
 /// Uid and gid of the test user, created with `useradd --system` when missing.
@@ -91,55 +83,17 @@ pub fn ensure_user() -> (u32, u32) {
 
 /// Device configuration: DAP + slot 1 with 4 bytes each way.
 pub fn config_xml(nic: &str) -> String {
-    format!(
-        r#"<PnDeviceConfiguration>
-  <StationName>{STATION}</StationName><DeviceName>pn-device</DeviceName>
-  <VendorID>0x0493</VendorID><DeviceID>0x0001</DeviceID>
-  <Identification><OrderId>OP-1</OrderId><SerialNumber>SN-OP-1</SerialNumber>
-    <HardwareRevision>1</HardwareRevision><SoftwareRevision>V1.0.0</SoftwareRevision></Identification>
-  <Network><InterfaceName>{nic}</InterfaceName></Network>
-  <IpAddress>{DEV_IP}</IpAddress><SubnetMask>255.255.255.0</SubnetMask><Gateway>0.0.0.0</Gateway>
-  <SendClock>1</SendClock>
-  <SlotLayout>
-    <Module Slot="0" ModuleIdentNumber="1">
-      <Submodule Subslot="1" SubmoduleIdentNumber="1"/>
-      <Submodule Subslot="0x8000" SubmoduleIdentNumber="2"/>
-      <Submodule Subslot="0x8001" SubmoduleIdentNumber="3"/>
-    </Module>
-    <Module Slot="1" ModuleIdentNumber="0x30">
-      <Submodule Subslot="1" SubmoduleIdentNumber="1" InputLength="4" OutputLength="4"/>
-    </Module>
-  </SlotLayout>
-</PnDeviceConfiguration>"#
-    )
+    DeviceXml::new(STATION)
+        .ident("OP-1", "SN-OP-1", 1, "V1.0.0")
+        .product(None)
+        .nic(Some(nic))
+        .ip(DEV_IP)
+        .to_xml()
 }
 
 /// A licence signed with the committed development key, valid for an hour, unbound.
 pub fn write_licence(path: &Path) {
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/dev-licence-private-key.txt"),
-    )
-    .expect("development key");
-    let line = text
-        .lines()
-        .find(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .expect("key line");
-    let key = pn_device::licence::parse_private_key(line).expect("key");
-    let now = pn_device::util::unix_now();
-    let p = pn_device::licence::Payload {
-        licensee: "operator tests".into(),
-        product: pn_device::licence::PRODUCT.into(),
-        serial: "op-1".into(),
-        issued_at: now - 60,
-        not_before: now - 60,
-        not_after: now + 3600,
-        binding: pn_device::licence::Binding {
-            machine_id: None,
-            mac: None,
-            any: Some(true),
-        },
-    };
-    std::fs::write(path, pn_device::licence::issue(&key, &p)).expect("write licence");
+    DevLicence::new("operator tests", "op-1").write(&dk::licence_tool_for(Path::new(DAEMON)), path);
 }
 
 /// How the daemon is launched.
@@ -194,17 +148,16 @@ impl Lab {
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("persist")).expect("temp dir");
-        write_licence(&dir.join("licence.json"));
+        write_licence(&dir.join(dk::LICENCE_FILE));
         let xml = dir.join("device.xml");
         std::fs::write(&xml, config_xml(&veth.b)).expect("xml");
-        let mut s = json!({
-            "Runtime": {"AutoStart": true},
-            "Paths": {"PersistenceDir": dir.join("persist").display().to_string()},
-            "Licence": {"CertificatePath": dir.join("licence.json").display().to_string()},
-            "Timer": {"HighResolution": true},
-        });
-        merge(&mut s, settings);
-        std::fs::write(dir.join("settings.json"), s.to_string()).expect("settings");
+        let mut s = dk::base_settings(&dir);
+        dk::merge(
+            &mut s,
+            json!({"Runtime": {"AutoStart": true}, "Timer": {"HighResolution": true}}),
+        );
+        dk::merge(&mut s, settings);
+        dk::write_settings(&dir.join("settings.json"), &s);
         Lab {
             dev_ns,
             ctl_ns,
@@ -220,62 +173,62 @@ impl Lab {
 
     /// Start the daemon (`extra` arguments appended) and wait for its API.
     pub fn spawn(&mut self, launch: &Launch, extra: &[&str]) {
-        let mut cmd = self.dev_ns.command("setpriv");
-        match launch {
+        let launcher = match launch {
             Launch::Root => {
-                cmd = self.dev_ns.command(DAEMON);
+                dk::Launcher::new(self.dev_ns.name(), DAEMON, self.dir.join("daemon.log"))
             }
             Launch::User(caps) => {
                 let (uid, gid) = ensure_user();
                 // The user owns its working directory (persistence, like StateDirectory=).
                 chown_r(&self.dir, uid, gid);
-                let plus: Vec<String> = caps.iter().map(|c| format!("+{c}")).collect();
-                let list = plus.join(",");
-                cmd.arg(format!("--reuid={uid}"))
-                    .arg(format!("--regid={gid}"))
-                    .arg("--init-groups");
+                let list = caps
+                    .iter()
+                    .map(|c| format!("+{c}"))
+                    .collect::<Vec<_>>()
+                    .join(",");
+                let mut words = vec![
+                    "setpriv".to_string(),
+                    format!("--reuid={uid}"),
+                    format!("--regid={gid}"),
+                    "--init-groups".into(),
+                ];
                 if caps.is_empty() {
-                    cmd.arg("--inh-caps=-all").arg("--bounding-set=-all");
+                    words.extend(["--inh-caps=-all".into(), "--bounding-set=-all".into()]);
                 } else {
-                    cmd.arg(format!("--inh-caps=-all,{list}"))
-                        .arg(format!("--ambient-caps={list}"))
-                        .arg(format!("--bounding-set=-all,{list}"));
+                    words.extend([
+                        format!("--inh-caps=-all,{list}"),
+                        format!("--ambient-caps={list}"),
+                        format!("--bounding-set=-all,{list}"),
+                    ]);
                 }
+                words.push("--".into());
                 // A copy of the binary inside the test directory: the checkout (e.g. under
                 // /root) need not be reachable for the service user.
                 let bin = self.dir.join("pn-device");
                 if !bin.exists() {
                     std::fs::copy(DAEMON, &bin).expect("copy pn-device");
                 }
-                cmd.arg("--").arg(&bin);
+                dk::Launcher::new(self.dev_ns.name(), bin, self.dir.join("daemon.log"))
+                    .wrapper(words)
             }
-        }
-        let log = std::fs::File::create(self.dir.join("daemon.log")).expect("log file");
-        if self.journal_stream {
-            use std::os::unix::fs::MetadataExt;
-            let m = log.metadata().expect("log metadata");
-            cmd.env("JOURNAL_STREAM", format!("{}:{}", m.dev(), m.ino()));
-        } else {
-            cmd.env_remove("JOURNAL_STREAM");
-        }
-        cmd.arg("--settings")
-            .arg(self.dir.join("settings.json"))
-            .arg("--config")
-            .arg(&self.xml)
+        };
+        let mut child = launcher
+            .journal_stream(self.journal_stream)
+            .settings(self.dir.join("settings.json"))
+            .config(&self.xml)
             .args(extra)
-            .env_remove("RUST_LOG")
-            .env_remove("VENDOR_PNET_NIC")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("log"))
-            .stderr(log);
-        self.daemon = Some(cmd.spawn().expect("spawn pn-device"));
-        self.wait("the API", Duration::from_secs(20), |l| {
-            l.request("GET", "/", &[], None).is_some()
-        });
+            .spawn();
+        dk::wait_api(
+            self.dev_ns.name(),
+            &mut child,
+            &self.dir.join("daemon.log"),
+            Duration::from_secs(20),
+        );
+        self.daemon = Some(child);
     }
 
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("daemon.log")).unwrap_or_default()
+        dk::read_log(&self.dir.join("daemon.log"))
     }
 
     /// Wait until `f` holds, or panic with the daemon's log.
@@ -293,26 +246,20 @@ impl Lab {
         headers: &[(&str, &str)],
         body: Option<Value>,
     ) -> Option<Answer> {
-        let (m, p) = (method.to_string(), path.to_string());
-        let h: Vec<(String, String)> = headers
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        self.dev_ns
-            .enter(move || {
-                let hs: Vec<(&str, &str)> =
-                    h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-                let b = body.map(|b| b.to_string().into_bytes());
-                let addr: SocketAddr = "127.0.0.1:18840".parse().expect("addr");
-                pn_testkit::http::request(addr, &m, &p, &hs, b.as_deref(), Duration::from_secs(5))
-                    .ok()
-                    .map(|r| Answer {
-                        status: r.status,
-                        json: serde_json::from_slice(&r.body).unwrap_or(Value::Null),
-                    })
-            })
-            .ok()
-            .flatten()
+        let b = body.map(|b| b.to_string().into_bytes());
+        dk::api_request(
+            self.dev_ns.name(),
+            method,
+            path,
+            headers,
+            b.as_deref(),
+            Duration::from_secs(5),
+        )
+        .ok()
+        .map(|r| Answer {
+            status: r.status,
+            json: serde_json::from_slice(&r.body).unwrap_or(Value::Null),
+        })
     }
 
     /// GET/POST without a key; the JSON body of a 200, else panic.
@@ -392,19 +339,8 @@ impl Lab {
         let Some(mut c) = self.daemon.take() else {
             return true;
         };
-        // SAFETY: signal to our own child (`ip netns exec` and `setpriv` exec the daemon, so
-        // the child's pid is the daemon's).
-        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
-        let end = Instant::now() + Duration::from_secs(8);
-        while Instant::now() < end {
-            if let Ok(Some(st)) = c.try_wait() {
-                return st.success();
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = c.kill();
-        let _ = c.wait();
-        false
+        // `ip netns exec` and `setpriv` exec the daemon, so the child's pid is the daemon's.
+        dk::stop(&mut c, Duration::from_secs(8)).is_some_and(|st| st.success())
     }
 }
 
@@ -418,17 +354,6 @@ impl Drop for Lab {
         if std::env::var_os("PN_KEEP_TEST_DIR").is_none() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
-    }
-}
-
-fn merge(a: &mut Value, b: Value) {
-    match (a, b) {
-        (Value::Object(a), Value::Object(b)) => {
-            for (k, v) in b {
-                merge(a.entry(k).or_insert(Value::Null), v);
-            }
-        }
-        (a, b) => *a = b,
     }
 }
 

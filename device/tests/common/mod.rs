@@ -5,13 +5,13 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use pn_testkit::daemon::{self as dk, DevLicence, DeviceXml, Launcher};
 use serde_json::{json, Value};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_pn-device");
@@ -29,15 +29,8 @@ fn run(cmd: &mut Command) {
 }
 
 /// Poll `f` every 20 ms until it returns `Some`, or panic after `timeout`.
-pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+pub fn wait_for<T>(what: &str, timeout: Duration, f: impl FnMut() -> Option<T>) -> T {
+    pn_testkit::poll::some(timeout, f).unwrap_or_else(|| panic!("timed out waiting for {what}"))
 }
 
 /// A network namespace with loopback up; deleted on drop.
@@ -78,16 +71,8 @@ impl Netns {
 
     /// Run `f` on a thread that has entered this namespace.
     pub fn in_ns<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
-        let path = format!("/var/run/netns/{}", self.name);
-        std::thread::spawn(move || {
-            let f_ns = std::fs::File::open(&path).expect("open netns");
-            // SAFETY: setns on this thread only, fd valid for the call.
-            let rc = unsafe { libc::setns(f_ns.as_raw_fd(), libc::CLONE_NEWNET) };
-            assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
-            f()
-        })
-        .join()
-        .expect("namespace thread panicked")
+        pn_testkit::netns::enter_named(&self.name, f)
+            .unwrap_or_else(|e| panic!("in namespace {}: {e}", self.name))
     }
 
     /// A TCP connection to the daemon's 127.0.0.1:18840 inside the namespace.
@@ -172,30 +157,29 @@ pub struct DaemonOpts {
 
 /// The development private key committed under device/testdata (DEVELOPMENT ONLY).
 pub fn dev_key() -> ed25519_dalek::SigningKey {
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/dev-licence-private-key.txt"),
-    )
-    .unwrap();
-    let line = text
-        .lines()
-        .find(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .unwrap();
-    pn_device::licence::parse_private_key(line).unwrap()
+    pn_device::licence::parse_private_key(&dk::dev_key_hex()).unwrap()
 }
 
-/// Write a licence certificate valid from now-60 s for `secs` seconds.
+/// Write a licence certificate valid from now-60 s for `secs` seconds (issued by the real
+/// `pn-licence` tool with the development key).
 pub fn write_licence(path: &Path, secs: i64, binding: pn_device::licence::Binding) {
-    let now = pn_device::util::unix_now();
-    let p = pn_device::licence::Payload {
-        licensee: "test".into(),
-        product: pn_device::licence::PRODUCT.into(),
-        serial: "t-1".into(),
-        issued_at: now - 60,
-        not_before: now - 60,
-        not_after: now + secs,
-        binding,
+    let binding = match binding {
+        pn_device::licence::Binding {
+            any: Some(true), ..
+        } => dk::Binding::Any,
+        pn_device::licence::Binding {
+            machine_id: Some(id),
+            ..
+        } => dk::Binding::MachineId(id),
+        pn_device::licence::Binding { mac: Some(mac), .. } => dk::Binding::Mac(mac),
+        b => panic!("write_licence: a binding needs any, machineId or mac: {b:?}"),
     };
-    std::fs::write(path, pn_device::licence::issue(&dev_key(), &p)).unwrap();
+    DevLicence {
+        valid_for_s: secs,
+        binding,
+        ..DevLicence::new("test", "t-1")
+    }
+    .write(&dk::licence_tool_for(Path::new(BIN)), path);
 }
 
 pub fn any_binding() -> pn_device::licence::Binding {
@@ -283,17 +267,9 @@ impl Daemon {
 
     /// Start in an existing namespace / dir (restart tests).
     pub fn start_in(ns: Netns, dir: tempfile::TempDir, opts: DaemonOpts) -> Daemon {
-        let mut settings = opts.settings.clone();
         let d = dir.path();
-        let obj = settings.as_object_mut().unwrap();
-        let paths = obj.entry("Paths").or_insert(json!({}));
-        if paths.get("PersistenceDir").is_none() {
-            paths["PersistenceDir"] = json!(d.join("persist").display().to_string());
-        }
-        let lic = obj.entry("Licence").or_insert(json!({}));
-        if lic.get("CertificatePath").is_none() {
-            lic["CertificatePath"] = json!(d.join("licence.json").display().to_string());
-        }
+        let mut settings = dk::base_settings(d);
+        dk::merge(&mut settings, opts.settings);
         if settings.pointer("/Dev/SimulatedDataPlane") == Some(&json!(true)) {
             settings["Dev"]["SimControlSocket"] = json!(d.join("sim.sock").display().to_string());
         }
@@ -320,41 +296,22 @@ impl Daemon {
     /// (Re)spawn the process and wait until the API answers.
     pub fn spawn(&mut self) {
         let settings_path = self.path("settings.json");
-        std::fs::write(&settings_path, self.opts_settings.to_string()).unwrap();
+        dk::write_settings(&settings_path, &self.opts_settings);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         self.log = self.path(&format!("daemon-{n}.log"));
-        let log = std::fs::File::create(&self.log).unwrap();
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &self.ns.name]);
-        cmd.args(&self.wrapper);
-        cmd.arg(BIN);
+        let mut l = Launcher::new(&self.ns.name, BIN, &self.log).wrapper(&self.wrapper);
         if self.with_settings_file {
-            cmd.arg("--settings").arg(&settings_path);
+            l = l.settings(&settings_path);
         }
         if let Some(c) = &self.config {
-            cmd.arg("--config").arg(c);
+            l = l.config(c);
         }
-        cmd.args(&self.extra_args);
-        cmd.env_remove("VENDOR_PNET_NIC")
-            .env_remove("PN_DEVICE_SETTINGS")
-            .env_remove("RUST_LOG");
+        l = l.args(&self.extra_args);
         if let Some(nic) = &self.env_nic {
-            cmd.env("VENDOR_PNET_NIC", nic);
+            l = l.nic(nic);
         }
-        cmd.stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log);
-        self.child = Some(cmd.spawn().expect("spawn pn-device"));
-        let ns_name = self.ns.name.clone();
-        wait_for("the API to answer", Duration::from_secs(15), || {
-            if let Some(st) = self.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("daemon exited early ({st}): {}", self.log_text());
-            }
-            let _ = &ns_name;
-            self.try_req("GET", "/api/info", None, &[])
-                .ok()
-                .filter(|r| r.status != 0)
-        });
+        let child = self.child.insert(l.spawn());
+        dk::wait_api(&self.ns.name, child, &self.log, Duration::from_secs(15));
     }
 
     pub fn log_text(&self) -> String {
@@ -454,8 +411,7 @@ impl Daemon {
     /// kill -9 and reap.
     pub fn kill9(&mut self) {
         if let Some(c) = self.child.as_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
+            dk::kill(c);
         }
         self.child = None;
     }
@@ -490,29 +446,8 @@ pub fn assert_track1(r: &Resp, status: u16) -> Value {
 
 /// Write the runtime configuration XML with the given NIC and one IO module.
 pub fn write_config(path: &Path, station: &str, nic: Option<&str>, in_len: u16, out_len: u16) {
-    let nic = nic
-        .map(|n| format!("<Network><InterfaceName>{n}</InterfaceName></Network>"))
-        .unwrap_or_default();
-    let xml = format!(
-        r#"<PnDeviceConfiguration>
-  <StationName>{station}</StationName><DeviceName>pn-device</DeviceName>
-  <VendorID>0x0493</VendorID><DeviceID>0x0001</DeviceID>
-  <Identification><OrderId>ORDER-1</OrderId><SerialNumber>SN-42</SerialNumber>
-    <HardwareRevision>3</HardwareRevision><SoftwareRevision>V1.2.3</SoftwareRevision>
-    <ProductName>test product</ProductName></Identification>
-  {nic}
-  <SendClock>1</SendClock>
-  <SlotLayout>
-    <Module Slot="0" ModuleIdentNumber="1">
-      <Submodule Subslot="1" SubmoduleIdentNumber="1"/>
-      <Submodule Subslot="0x8000" SubmoduleIdentNumber="2"/>
-      <Submodule Subslot="0x8001" SubmoduleIdentNumber="3"/>
-    </Module>
-    <Module Slot="1" ModuleIdentNumber="0x30">
-      <Submodule Subslot="1" SubmoduleIdentNumber="1" InputLength="{in_len}" OutputLength="{out_len}"/>
-    </Module>
-  </SlotLayout>
-</PnDeviceConfiguration>"#
-    );
-    std::fs::write(path, xml).unwrap();
+    DeviceXml::new(station)
+        .nic(nic)
+        .io(in_len, out_len)
+        .write(path);
 }

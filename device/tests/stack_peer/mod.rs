@@ -6,7 +6,6 @@
 #![allow(dead_code)]
 
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -72,16 +71,8 @@ impl PeerNs {
 
     /// Run `f` on a thread inside this namespace.
     pub fn in_ns<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
-        let path = format!("/var/run/netns/{}", self.name);
-        std::thread::spawn(move || {
-            let fns = std::fs::File::open(&path).expect("open netns");
-            // SAFETY: setns on this thread only.
-            let rc = unsafe { libc::setns(fns.as_raw_fd(), libc::CLONE_NEWNET) };
-            assert_eq!(rc, 0, "setns");
-            f()
-        })
-        .join()
-        .expect("ns thread")
+        pn_testkit::netns::enter_named(&self.name, f)
+            .unwrap_or_else(|e| panic!("in namespace {}: {e}", self.name))
     }
 
     pub fn set_link(&self, dev: &str, up: bool) {
@@ -145,29 +136,11 @@ pub fn wire_up(dev_ns: &str, dev_nic: &str, peer: &PeerNs, peer_nic: &str) {
 
 /// Runtime configuration XML for the tests: DAP + slot 1 with 4 bytes each way.
 pub fn write_config(path: &std::path::Path, nic: &str, send_clock_ms: u16) {
-    let xml = format!(
-        r#"<PnDeviceConfiguration>
-  <StationName>stack-dev</StationName><DeviceName>pn-device</DeviceName>
-  <VendorID>0x0493</VendorID><DeviceID>0x0001</DeviceID>
-  <Identification><OrderId>ORDER-1</OrderId><SerialNumber>SN-42</SerialNumber>
-    <HardwareRevision>3</HardwareRevision><SoftwareRevision>V1.2.3</SoftwareRevision>
-    <ProductName>test product</ProductName></Identification>
-  <Network><InterfaceName>{nic}</InterfaceName></Network>
-  <IpAddress>192.168.77.2</IpAddress><SubnetMask>255.255.255.0</SubnetMask><Gateway>0.0.0.0</Gateway>
-  <SendClock>{send_clock_ms}</SendClock>
-  <SlotLayout>
-    <Module Slot="0" ModuleIdentNumber="1">
-      <Submodule Subslot="1" SubmoduleIdentNumber="1"/>
-      <Submodule Subslot="0x8000" SubmoduleIdentNumber="2"/>
-      <Submodule Subslot="0x8001" SubmoduleIdentNumber="3"/>
-    </Module>
-    <Module Slot="1" ModuleIdentNumber="0x30">
-      <Submodule Subslot="1" SubmoduleIdentNumber="1" InputLength="4" OutputLength="4"/>
-    </Module>
-  </SlotLayout>
-</PnDeviceConfiguration>"#
-    );
-    std::fs::write(path, xml).unwrap();
+    pn_testkit::daemon::DeviceXml::new("stack-dev")
+        .nic(Some(nic))
+        .ip(DEV_IP)
+        .send_clock_ms(send_clock_ms)
+        .write(path);
 }
 
 fn random_uuid() -> Uuid {

@@ -97,14 +97,31 @@ impl NetNs {
         &self,
         f: impl FnOnce() -> R + Send + 'static,
     ) -> Result<R, String> {
-        let path = self.path();
-        std::thread::spawn(move || -> Result<R, String> {
-            join_netns(&path)?;
-            Ok(f())
-        })
-        .join()
-        .map_err(|_| "thread in namespace panicked".to_string())?
+        enter_path(&self.path(), f)
     }
+}
+
+/// Run `f` on a new thread that has joined the namespace at `path` (`/var/run/netns/NAME`), for
+/// namespaces this module did not create.
+pub fn enter_path<R: Send + 'static>(
+    path: &std::path::Path,
+    f: impl FnOnce() -> R + Send + 'static,
+) -> Result<R, String> {
+    let path = path.to_path_buf();
+    std::thread::spawn(move || -> Result<R, String> {
+        join_netns(&path)?;
+        Ok(f())
+    })
+    .join()
+    .map_err(|_| "thread in namespace panicked".to_string())?
+}
+
+/// [`enter_path`] for the namespace named `name`.
+pub fn enter_named<R: Send + 'static>(
+    name: &str,
+    f: impl FnOnce() -> R + Send + 'static,
+) -> Result<R, String> {
+    enter_path(&PathBuf::from("/var/run/netns").join(name), f)
 }
 
 /// Make the calling thread join the namespace at `path`.
