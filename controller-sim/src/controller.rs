@@ -183,17 +183,25 @@ pub struct ArStatus {
     pub module_diff: Vec<String>,
 }
 
-/// State of the cyclic path, touched only by the cyclic and receive threads (and briefly by
-/// `status()`), so the API never holds it while the real-time threads wait.
-pub(crate) struct ArIo {
+/// Provider side of the cyclic path: locked by the cyclic thread per tick, by `establish`
+/// once (installing the provider, no RPC in flight while it holds it) and briefly by
+/// `status()`. Separate from [`ArIo`] (the consumer, locked by the receive thread per frame)
+/// so that the cyclic thread never waits for the receive thread (a lower real-time priority,
+/// which may be preempted while it holds its lock).
+pub(crate) struct ArTx {
     pub provider: Option<Provider>,
-    pub consumer: Option<Consumer>,
     /// The output C_SDU, kept between cycles: when the API is mid-write the previous data is
     /// sent again instead of waiting for the writer.
     pub c_sdu: Vec<u8>,
     pub frame: Vec<u8>,
     /// Last fault settings seen (used when the API holds the faults lock).
     pub faults: Faults,
+}
+
+/// Consumer side of the cyclic path, touched only by the receive thread (and briefly by
+/// `establish`, `enter_data_exchange` and `status()`).
+pub(crate) struct ArIo {
+    pub consumer: Option<Consumer>,
     /// Counters of the consumer that ran before data exchange (replaced then).
     pub consumer_base: ConsumerStats,
     pub started_at: Instant,
@@ -231,6 +239,7 @@ pub(crate) struct ArInner {
     pub state: Mutex<ArState>,
     pub cond: Condvar,
     pub io: Mutex<ArIo>,
+    pub tx: Mutex<ArTx>,
     pub faults: Mutex<Faults>,
     pub alarm: Mutex<Option<crate::alarms::AlarmState>>,
     pub module_diff: Mutex<Option<ModuleDiffBlock>>,
@@ -246,13 +255,26 @@ pub(crate) struct Shared {
     pub dcp_waiters: Mutex<HashMap<u32, Sender<(MacAddr, DcpRepr)>>>,
     pub rpc_waiters: Mutex<HashMap<Uuid, Sender<RpcPacket>>>,
     pub ars: RwLock<Vec<Arc<ArInner>>>,
+    /// Bumped on every change of `ars` (under its write lock): the cyclic thread keeps its own
+    /// copy of the list and refreshes it with `try_read` only when this changed, so it never
+    /// waits for the list lock (a connect or a removal in another thread, or a reader of lower
+    /// priority that was preempted while holding it).
+    pub ars_gen: AtomicU64,
     pub events: Mutex<Vec<Sender<Event>>>,
     pub next_id: AtomicU32,
     pub xid: AtomicU32,
     pub rt_applied: Mutex<RealtimeApplied>,
-    pub tick_stats: Mutex<TickStats>,
+    pub tick_stats: TickCounters,
     /// Origin of the cyclic thread's tick grid (ns on CLOCK_MONOTONIC); providers start on it.
     pub grid_origin: AtomicU64,
+}
+
+/// [`TickStats`] as atomics, written by the cyclic thread without a lock.
+#[derive(Default)]
+pub(crate) struct TickCounters {
+    ticks: AtomicU64,
+    missed_ticks: AtomicU64,
+    max_lateness_us: AtomicU64,
 }
 
 /// Timing statistics of the cyclic thread.
@@ -810,12 +832,26 @@ impl Shared {
     // ------------------------------------------------------------------------------------
 
     /// One tick: `slot` is the scheduled tick time (providers are aligned to it, so a late
-    /// wake-up does not shift the send schedule).
-    fn cyclic_tick(&self, slot: Instant, _now: Instant) {
-        let ars = self.ars.read().unwrap_or_else(|p| p.into_inner());
-        for ar in ars.iter() {
+    /// wake-up does not shift the send schedule). `list` is the cyclic thread's copy of the
+    /// ARs, refreshed here when `ars_gen` changed and the list lock is free at once.
+    fn cyclic_tick(&self, slot: Instant, list: &mut (u64, Vec<Arc<ArInner>>)) {
+        let gen = self.ars_gen.load(Ordering::Acquire);
+        if gen != list.0 {
+            if let Ok(ars) = self.ars.try_read() {
+                list.1.clone_from(&ars);
+                list.0 = gen;
+            }
+        }
+        for ar in list.1.iter() {
             ar.send_outputs(self, slot);
         }
+    }
+
+    /// Add or remove ARs (the only writers of `ars`).
+    pub(crate) fn edit_ars(&self, f: impl FnOnce(&mut Vec<Arc<ArInner>>)) {
+        let mut ars = self.ars.write().unwrap_or_else(|p| p.into_inner());
+        f(&mut ars);
+        self.ars_gen.fetch_add(1, Ordering::Release);
     }
 
     /// Run the consumer watchdogs. Called by the receive thread only when its queue is
@@ -967,7 +1003,7 @@ impl ArInner {
         ) {
             return;
         }
-        let mut io = self.io.lock().unwrap_or_else(|p| p.into_inner());
+        let mut io = self.tx.lock().unwrap_or_else(|p| p.into_inner());
         let io = &mut *io;
         if let Ok(g) = self.faults.try_lock() {
             io.faults = *g;
@@ -1069,11 +1105,12 @@ impl Controller {
             dcp_waiters: Mutex::new(HashMap::new()),
             rpc_waiters: Mutex::new(HashMap::new()),
             ars: RwLock::new(Vec::new()),
+            ars_gen: AtomicU64::new(0),
             events: Mutex::new(Vec::new()),
             next_id: AtomicU32::new(1),
             xid: AtomicU32::new(seed),
             rt_applied: Mutex::new(RealtimeApplied::default()),
-            tick_stats: Mutex::new(TickStats::default()),
+            tick_stats: TickCounters::default(),
             grid_origin: AtomicU64::new(0),
         });
         let mut threads = Vec::new();
@@ -1093,6 +1130,8 @@ impl Controller {
                     let mut buf = vec![0u8; 2048];
                     let mut last_poll = rtsched::now();
                     let mut last_watchdog = rtsched::now();
+                    let half_period =
+                        Duration(u64::from(s.cfg.send_clock_factor.max(1)) * 31_250 / 2);
                     while !s.stop.load(Ordering::Relaxed) {
                         match s.sock.recv(&mut buf, StdDuration::from_millis(1)) {
                             Ok(Some(n)) => s.on_frame(&buf[..n], rtsched::now()),
@@ -1106,7 +1145,13 @@ impl Controller {
                         // Judge the watchdogs only with the queue drained (every frame that
                         // arrived has been consumed); under a flood that never drains, at
                         // least every 50 ms.
-                        if !s.sock.pending() || now - last_watchdog >= Duration::from_millis(50) {
+                        // Not after every frame: with many ARs the receive thread would
+                        // spend its time locking every consumer per frame. Half a base
+                        // period between judgements delays an expiry by at most that.
+                        let since = now - last_watchdog;
+                        if (since >= half_period && !s.sock.pending())
+                            || since >= Duration::from_millis(50)
+                        {
                             s.check_watchdogs(now);
                             last_watchdog = now;
                         }
@@ -1145,17 +1190,19 @@ impl Controller {
                     let period = u64::from(s.cfg.send_clock_factor.max(1)) * 31_250;
                     let mut next = rtsched::now() + Duration(period);
                     s.grid_origin.store(next.0, Ordering::Release);
+                    let mut list = (u64::MAX, Vec::with_capacity(256));
+                    let st = &s.tick_stats;
                     while !s.stop.load(Ordering::Relaxed) {
                         rtsched::sleep_until(next);
                         let now = rtsched::now();
-                        s.cyclic_tick(next, now);
-                        let mut st = s.tick_stats.lock().unwrap_or_else(|p| p.into_inner());
-                        st.ticks += 1;
+                        s.cyclic_tick(next, &mut list);
+                        st.ticks.fetch_add(1, Ordering::Relaxed);
                         let late = (now - next).as_micros();
-                        st.max_lateness_us = st.max_lateness_us.max(late);
+                        st.max_lateness_us.fetch_max(late, Ordering::Relaxed);
                         let after = rtsched::now();
                         let n2 = rtsched::next_slot(next, period, after);
-                        st.missed_ticks += (n2.0 - next.0) / period - 1;
+                        st.missed_ticks
+                            .fetch_add((n2.0 - next.0) / period - 1, Ordering::Relaxed);
                         next = n2;
                     }
                 })
@@ -1180,11 +1227,12 @@ impl Controller {
 
     /// Timing statistics of the cyclic thread.
     pub fn tick_stats(&self) -> TickStats {
-        *self
-            .shared
-            .tick_stats
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        let t = &self.shared.tick_stats;
+        TickStats {
+            ticks: t.ticks.load(Ordering::Relaxed),
+            missed_ticks: t.missed_ticks.load(Ordering::Relaxed),
+            max_lateness_us: t.max_lateness_us.load(Ordering::Relaxed),
+        }
     }
 
     /// Subscribe to events (state changes, alarms, watchdog expiries).
@@ -1288,13 +1336,15 @@ impl Controller {
             state: Mutex::new(ArState::Connecting),
             cond: Condvar::new(),
             io: Mutex::new(ArIo {
-                provider: None,
                 consumer: None,
+                consumer_base: ConsumerStats::default(),
+                started_at: rtsched::now(),
+            }),
+            tx: Mutex::new(ArTx {
+                provider: None,
                 c_sdu: Vec::with_capacity(1500),
                 frame: vec![0u8; 1600],
                 faults: cfg.faults,
-                consumer_base: ConsumerStats::default(),
-                started_at: rtsched::now(),
             }),
             outputs: Mutex::new(outputs),
             inputs: Mutex::new(Inputs::default()),
@@ -1314,10 +1364,7 @@ impl Controller {
             device_ip,
         });
         ar.set_mac(dev.as_ref().map(|d| d.mac).unwrap_or(MacAddr::ZERO));
-        sh.ars
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(ar.clone());
+        sh.edit_ars(|ars| ars.push(ar.clone()));
         let h = ArHandle {
             shared: sh.clone(),
             ar: ar.clone(),
@@ -1425,7 +1472,8 @@ impl ArHandle {
             } else {
                 Instant(origin + (now.0 - origin).div_ceil(base) * base)
             };
-            io.provider = Some(Provider::new(eth, FrameId(out_id), t, first, 0));
+            a.tx.lock().unwrap_or_else(|p| p.into_inner()).provider =
+                Some(Provider::new(eth, FrameId(out_id), t, first, 0));
             io.consumer = Some(
                 Consumer::new(
                     FrameId(in_id),
@@ -1632,22 +1680,21 @@ impl ArHandle {
     }
 
     pub fn status(&self) -> ArStatus {
-        let (ps, cs) = {
+        let ps = {
+            let tx = self.ar.tx.lock().unwrap_or_else(|p| p.into_inner());
+            tx.provider.as_ref().map(|p| p.stats()).unwrap_or_default()
+        };
+        let cs = {
             let io = self.ar.io.lock().unwrap_or_else(|p| p.into_inner());
-            (
-                io.provider.as_ref().map(|p| p.stats()).unwrap_or_default(),
-                {
-                    let c = io.consumer.as_ref().map(|c| c.stats()).unwrap_or_default();
-                    let b = io.consumer_base;
-                    ConsumerStats {
-                        received: b.received + c.received,
-                        new_data: b.new_data + c.new_data,
-                        invalid: b.invalid + c.invalid,
-                        duplicates: b.duplicates + c.duplicates,
-                        watchdog_expiries: b.watchdog_expiries + c.watchdog_expiries,
-                    }
-                },
-            )
+            let c = io.consumer.as_ref().map(|c| c.stats()).unwrap_or_default();
+            let b = io.consumer_base;
+            ConsumerStats {
+                received: b.received + c.received,
+                new_data: b.new_data + c.new_data,
+                invalid: b.invalid + c.invalid,
+                duplicates: b.duplicates + c.duplicates,
+                watchdog_expiries: b.watchdog_expiries + c.watchdog_expiries,
+            }
         };
         let (i, o) = self.ar.frame_ids();
         ArStatus {
@@ -1793,10 +1840,7 @@ impl ArHandle {
 
     fn remove(&self) {
         self.shared
-            .ars
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|a| !Arc::ptr_eq(a, &self.ar));
+            .edit_ars(|ars| ars.retain(|a| !Arc::ptr_eq(a, &self.ar)));
     }
 }
 
