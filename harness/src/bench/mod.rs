@@ -131,7 +131,9 @@ pub const USAGE: &str = "usage (root; build with `cargo build --release -p pn-de
                        [--seconds 10] [--dhf 32] [--json FILE]
   pn-lab bench http    [--seconds 10] [--conns 16] [--json FILE]
   pn-lab bench latency [--period-us 1000] [--writes 200] [--connects 20] [--json FILE]
-  pn-lab bench scale   [--devices 64] [--period-us 1000] [--seconds 30] [--dhf 3] [--hires off|on] [--json FILE]
+  pn-lab bench scale   [--devices 64] [--period-us 1000] [--seconds 30] [--dhf 3] [--hires off|on]
+                       [--idle-seconds 10] [--idle-only] [--connect-parallel 8] [--ctl-prio 70]
+                       [--json FILE]
   pn-lab bench bare-http [--port 18841] [--seconds 0]   (the bare hyper baseline server)";
 
 /// `pn-lab bench ARGS`.
