@@ -54,8 +54,9 @@ struct End {
 }
 
 struct ImpairLab {
-    rig: Rig,
+    // Dropped first: the direct link is restored before the lab goes.
     bridge: Bridge,
+    rig: Rig,
     c: Counters,
     events: Arc<Mutex<Vec<(u64, Event)>>>,
     cur: Ar,
@@ -249,9 +250,9 @@ fn delay_below_the_data_hold_time_never_ends_the_ar() {
     }
     let mut lab = ImpairLab::start(0x005E_ED0A);
     // Constant delay of half the data-hold time, both directions, every frame.
-    let t_const = now_ns();
     lab.bridge
         .set_both(Impairment::delay(Duration::from_nanos(DHT_NS / 2)));
+    let t_const = now_ns();
     lab.run(400);
     lab.rig
         .write_and_check(&mut lab.c)
