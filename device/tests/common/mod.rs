@@ -59,14 +59,7 @@ impl Netns {
     }
 
     pub fn set_link(&self, dev: &str, up: bool) {
-        run(Command::new("ip").args([
-            "-n",
-            &self.name,
-            "link",
-            "set",
-            dev,
-            if up { "up" } else { "down" },
-        ]));
+        pn_testkit::netns::set_link_named(&self.name, dev, up).unwrap_or_else(|e| panic!("{e}"));
     }
 
     /// Run `f` on a thread that has entered this namespace.

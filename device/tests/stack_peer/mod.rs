@@ -76,15 +76,7 @@ impl PeerNs {
     }
 
     pub fn set_link(&self, dev: &str, up: bool) {
-        run(&[
-            "ip",
-            "-n",
-            &self.name,
-            "link",
-            "set",
-            dev,
-            if up { "up" } else { "down" },
-        ]);
+        pn_testkit::netns::set_link_named(&self.name, dev, up).unwrap_or_else(|e| panic!("{e}"));
     }
 }
 

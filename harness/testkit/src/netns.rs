@@ -171,9 +171,20 @@ impl Veth {
 
     /// Take end `a` (in `ns`) down or up: a cable pull as the device sees it.
     pub fn set_link(ns: &NetNs, ifname: &str, up: bool) -> Result<(), String> {
-        ns.exec_ok(&["ip", "link", "set", ifname, if up { "up" } else { "down" }])
-            .map(|_| ())
+        set_link_named(ns.name(), ifname, up)
     }
+}
+
+/// Take interface `ifname` in the namespace named `ns` down or up.
+pub fn set_link_named(ns: &str, ifname: &str, up: bool) -> Result<(), String> {
+    ip(&[
+        "-n",
+        ns,
+        "link",
+        "set",
+        ifname,
+        if up { "up" } else { "down" },
+    ])
 }
 
 /// Remove namespaces left behind by crashed runs: any whose name starts with `prefix` and whose
