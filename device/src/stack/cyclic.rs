@@ -563,7 +563,10 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
         // counts one; DataHoldFactor worth of them trips. Slots skipped because this thread
         // itself was not running (a stall of the whole machine, counted in
         // stackMissedTicks) are not evidence of a silent controller and do not count, but a
-        // wall-clock silence longer than the data-hold time plus 100 ms always trips.
+        // wall-clock silence longer than the data-hold time plus 100 ms always trips. The
+        // cycles alone do not trip before the data-hold time has passed on the clock: after a
+        // late wake-up the next deadlines come sooner, and DataHoldFactor executed cycles
+        // could fit in less than the data-hold time (see `watchdog_expired`).
         let dht = shared.dht_ns.load(Ordering::Acquire);
         if dht != 0 {
             if !wd_armed {
@@ -580,7 +583,7 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
             }
             let limit = dht.div_ceil(period.max(1));
             let last = shared.last_rx_ns.load(Ordering::Acquire);
-            if wd_miss >= limit || now.saturating_sub(last) > dht + 100_000_000 {
+            if watchdog_expired(wd_miss, limit, now.saturating_sub(last), dht) {
                 shared.trip_info.store(
                     (wd_miss << 32) | (now.saturating_sub(last) / 1000).min(0xFFFF_FFFF),
                     Ordering::Relaxed,
@@ -651,7 +654,53 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
     }
 }
 
+/// The data-hold rule of the real-time thread: `missed` executed cycles without a new valid
+/// frame (of `limit` = DataHoldFactor), `silence_ns` since the last valid frame, data-hold
+/// time `dht_ns`. Trips when DataHoldFactor cycles went by without a frame and the data-hold
+/// time has passed on the clock, or when the silence exceeds the data-hold time by 100 ms
+/// (however few cycles this thread managed to execute meanwhile).
+pub fn watchdog_expired(missed: u64, limit: u64, silence_ns: u64, dht_ns: u64) -> bool {
+    (missed >= limit && silence_ns >= dht_ns) || silence_ns > dht_ns.saturating_add(100_000_000)
+}
+
 /// FrameID helper for building templates.
 pub fn frame_id(v: u16) -> FrameId {
     FrameId(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn watchdog_needs_the_cycles_and_the_data_hold_time() {
+        // DataHoldFactor 3 at 1 ms: 3 cycles and 3 ms.
+        assert!(watchdog_expired(3, 3, 3 * MS, 3 * MS));
+        assert!(watchdog_expired(5, 3, 4 * MS, 3 * MS));
+        // Three executed cycles squeezed into 2.1 ms after a late wake-up: not yet.
+        assert!(!watchdog_expired(3, 3, 2 * MS + MS / 10, 3 * MS));
+        // The clock alone (this thread stalled, fewer cycles executed): only past DHT + 100 ms.
+        assert!(!watchdog_expired(1, 3, 50 * MS, 3 * MS));
+        assert!(watchdog_expired(1, 3, 104 * MS, 3 * MS));
+        // A frame within the data-hold time resets the count: nothing trips.
+        assert!(!watchdog_expired(0, 3, 0, 3 * MS));
+    }
+
+    #[test]
+    fn idle_thread_wakes_for_a_job_and_for_stop() {
+        let shared = Arc::new(CyclicShared::new(CLOCK_UNIT_NS * 32, false));
+        // The thread waits idle until the generation changes.
+        let s2 = shared.clone();
+        let t = std::thread::spawn(move || s2.wait_idle(0));
+        shared.set_job(None);
+        t.join().expect("woken by set_job");
+        let s3 = shared.clone();
+        let gen = shared.job_gen.load(Ordering::Acquire);
+        let t = std::thread::spawn(move || s3.wait_idle(gen));
+        shared.request_stop();
+        t.join().expect("woken by request_stop");
+        assert!(shared.stop.load(Ordering::Acquire));
+    }
 }
