@@ -17,7 +17,8 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+
+use super::snmp::{wake_receiver, STOP_FALLBACK};
 
 /// LLMNR port.
 pub const PORT: u16 = 5355;
@@ -116,6 +117,8 @@ pub fn handle(query: &[u8], id: &LlmnrIdentity) -> Option<Vec<u8>> {
 /// A running responder thread.
 pub struct LlmnrServer {
     stop: Arc<AtomicBool>,
+    /// A handle of the served socket, to wake the thread on stop.
+    waker: UdpSocket,
     handle: Option<JoinHandle<()>>,
     local: SocketAddr,
 }
@@ -150,8 +153,9 @@ impl LlmnrServer {
     pub fn spawn(port: u16, ifindex: u32, id: Arc<Mutex<LlmnrIdentity>>) -> io::Result<Self> {
         let sock = UdpSocket::bind(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)))?;
         join_group(&sock, ifindex)?;
-        sock.set_read_timeout(Some(Duration::from_millis(200)))?;
+        sock.set_read_timeout(Some(STOP_FALLBACK))?;
         let local = sock.local_addr()?;
+        let waker = sock.try_clone()?;
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
         let handle = std::thread::Builder::new()
@@ -170,6 +174,7 @@ impl LlmnrServer {
             })?;
         Ok(LlmnrServer {
             stop,
+            waker,
             handle: Some(handle),
             local,
         })
@@ -181,6 +186,7 @@ impl LlmnrServer {
 
     pub fn stop(&mut self) {
         self.stop.store(true, Ordering::Release);
+        wake_receiver(&self.waker);
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }

@@ -17,10 +17,25 @@
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+/// Receive timeout of the UDP service threads (SNMP, LLMNR): they block on their socket and
+/// are woken for a stop by [`wake_receiver`]; the timeout is only a fallback should that wake
+/// ever not arrive, not a poll interval.
+pub(crate) const STOP_FALLBACK: Duration = Duration::from_secs(5);
+
+/// Wake a thread blocked in `recv_from` on `sock` (shutdown of the receive side: on Linux a
+/// blocked receive on a UDP socket, connected or not, returns at once and every later one
+/// returns immediately too, so the thread sees its stop flag).
+pub(crate) fn wake_receiver(sock: &UdpSocket) {
+    // SAFETY: plain syscall on a descriptor we own; errors (ENOTCONN) are expected and
+    // harmless, the wake-up happens anyway.
+    unsafe { libc::shutdown(sock.as_raw_fd(), libc::SHUT_RD) };
+}
 
 /// The community accepted for reading.
 pub const COMMUNITY: &[u8] = b"public";
@@ -466,6 +481,8 @@ fn encode_response(req: &Request<'_>, err: (i64, i64), binds: &[(Vec<u32>, Vec<u
 /// A running agent thread on a UDP socket.
 pub struct SnmpServer {
     stop: Arc<AtomicBool>,
+    /// A handle of the served socket, to wake the thread on stop.
+    waker: UdpSocket,
     handle: Option<JoinHandle<()>>,
     local: SocketAddr,
 }
@@ -475,8 +492,9 @@ impl SnmpServer {
     /// read for every request, so station-name changes show at once.
     pub fn spawn(addr: SocketAddr, info: Arc<Mutex<SystemInfo>>) -> io::Result<SnmpServer> {
         let sock = UdpSocket::bind(addr)?;
-        sock.set_read_timeout(Some(Duration::from_millis(200)))?;
+        sock.set_read_timeout(Some(STOP_FALLBACK))?;
         let local = sock.local_addr()?;
+        let waker = sock.try_clone()?;
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
         let started = std::time::Instant::now();
@@ -497,6 +515,7 @@ impl SnmpServer {
             })?;
         Ok(SnmpServer {
             stop,
+            waker,
             handle: Some(handle),
             local,
         })
@@ -508,6 +527,7 @@ impl SnmpServer {
 
     pub fn stop(&mut self) {
         self.stop.store(true, Ordering::Release);
+        wake_receiver(&self.waker);
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
@@ -593,6 +613,25 @@ mod tests {
 
     const DESCR: &[u32] = &[1, 3, 6, 1, 2, 1, 1, 1, 0];
     const NAME: &[u32] = &[1, 3, 6, 1, 2, 1, 1, 5, 0];
+
+    #[test]
+    fn server_answers_then_stops_promptly() {
+        let info = Arc::new(Mutex::new(agent().info.clone()));
+        let mut srv = SnmpServer::spawn("127.0.0.1:0".parse().unwrap(), info).unwrap();
+        let addr = srv.local_addr();
+        let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.send_to(&request(1, b"public", tag::GET, &[NAME], (0, 0)), addr)
+            .unwrap();
+        let mut buf = [0u8; 1500];
+        let (n, _) = c.recv_from(&mut buf).unwrap();
+        assert_eq!(decode(&buf[..n]).2[0].2, b"dev-1");
+        // The thread blocks in recv_from without a poll timeout; stop wakes and joins it, and
+        // the port is free again once the server is gone.
+        srv.stop();
+        drop(srv);
+        UdpSocket::bind(addr).expect("port released after stop");
+    }
 
     #[test]
     fn oid_codec() {
