@@ -166,24 +166,40 @@ impl ImpairLab {
 
     fn note_end(&mut self, state: String) {
         let id = self.cur.id;
-        let (t, watched) = self
-            .events
-            .lock()
-            .unwrap()
-            .iter()
-            .find_map(|(t, e)| match e {
-                Event::WatchdogExpired { ar, .. } if *ar == id => Some((*t, Some(Dir::DevToCtl))),
-                // ERR-RTA "AR consumer DHT expired" (ErrorCode2 0x05): the device's watchdog.
-                Event::DeviceAbort { ar, status, .. } if *ar == id => Some((
-                    *t,
-                    status
-                        .to_ascii_uppercase()
-                        .ends_with("FD 05")
-                        .then_some(Dir::CtlToDev),
-                )),
-                _ => None,
-            })
-            .unwrap_or((now_ns(), None));
+        // Which watchdog: the AR's final state says (the controller's consumer watchdog, or
+        // the device's: ERR-RTA "AR consumer DHT expired", ErrorCode2 0x05).
+        let watched = if state.contains("consumer watchdog expired") {
+            Some(Dir::DevToCtl)
+        } else if state.to_ascii_uppercase().contains("FD 05") {
+            Some(Dir::CtlToDev)
+        } else {
+            None
+        };
+        // When: the controller's event, stamped by the event thread, which may not have run
+        // yet when the state already shows the end (await it with a deadline).
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        let t = loop {
+            let found = self
+                .events
+                .lock()
+                .unwrap()
+                .iter()
+                .find_map(|(t, e)| match e {
+                    Event::WatchdogExpired { ar, .. } | Event::DeviceAbort { ar, .. }
+                        if *ar == id =>
+                    {
+                        Some(*t)
+                    }
+                    _ => None,
+                });
+            if let Some(t) = found {
+                break t;
+            }
+            if std::time::Instant::now() >= deadline {
+                break now_ns();
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
         self.ends.push(End {
             ar: self.cur.clone(),
             t_ns: t,
