@@ -8,7 +8,8 @@
 //! This kernel has no `sch_netem` (and no gact/police actions), so the loss is made with
 //! `tc clsact` + `u32` + `mirred redirect` into an unconnected veth, selecting frames by their
 //! CycleCounter: deterministic patterns of 1, 2 and 4 consecutive lost frames out of every 8
-//! (see `Rig::drop_pattern`). Delay and duplication by netem are not possible here.
+//! (see `Rig::drop_pattern`). Delay and duplication are made by the userspace bridge of
+//! `pn_lab::impair` instead (`reliability_impair.rs`).
 //!
 //! "Never otherwise" is judged on the gaps the impairment made alone; a gap that includes
 //! slots the device never sent (a stall of its thread or of the VM) explains an end but does
