@@ -1,7 +1,8 @@
 //! `pn-lab bench http`: `GET /api/status` throughput of the device API (device in data
 //! exchange at 1 ms) against a bare hyper 1.x server answering a fixed 570-byte JSON body
 //! (`pn-lab bench bare-http`), both measured with wrk (16 connections) inside the device
-//! namespace in the same run.
+//! namespace in the same run. Whether this load disturbs the cycle (|dev| p99 with and without
+//! it) is measured by `pn-lab bench cycle --http 0,16`.
 
 use super::rig::{sibling_binary, wrk_in, wrk_non2xx, wrk_rps, ChildGuard, Rig};
 use super::{nap, raw, stopped, write_json, Opts};
@@ -87,6 +88,8 @@ pub struct HttpResult {
     pub bare_non2xx: u64,
     pub ratio: Option<f64>,
     pub device_cpu_pct: Option<f64>,
+    /// Daemon CPU time per API request (us): less sensitive to a busy machine than requests/s.
+    pub device_cpu_us_per_request: Option<f64>,
     pub loadavg_before: f64,
     pub api_wrk: String,
     pub bare_wrk: String,
@@ -168,6 +171,10 @@ pub fn run(opts: &Opts) -> Result<(), String> {
         bare_non2xx: wrk_non2xx(&bare_out),
         ratio: api_rps.zip(bare_rps).map(|(a, b)| a / b),
         device_cpu_pct: super::rig::cpu_pct(t0, t1, seconds as f64),
+        device_cpu_us_per_request: super::rig::cpu_pct(t0, t1, seconds as f64)
+            .zip(api_rps)
+            .filter(|(_, rps)| *rps > 0.0)
+            .map(|(pct, rps)| pct / 100.0 * 1e6 / rps),
         loadavg_before,
         api_wrk: api_out,
         bare_wrk: bare_out,
@@ -186,13 +193,14 @@ pub fn run(opts: &Opts) -> Result<(), String> {
         r.bare_non2xx
     );
     println!(
-        "target: API >= 0.6x bare: {}; device CPU during API load {:.0}% of one core; loadavg before {:.2}",
+        "target: API >= 0.6x bare: {}; device CPU during API load {:.0}% of one core ({:.1} us per request); loadavg before {:.2}",
         match r.ratio {
             Some(x) if x >= 0.6 => format!("MET ({x:.2}x)"),
             Some(x) => format!("MISSED ({x:.2}x)"),
             None => "no figure".into(),
         },
         r.device_cpu_pct.unwrap_or(f64::NAN),
+        r.device_cpu_us_per_request.unwrap_or(f64::NAN),
         r.loadavg_before
     );
     write_json(opts, &r)
