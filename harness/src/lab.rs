@@ -72,6 +72,9 @@ pub struct Lab {
     // Field order matters for drop: processes first, then the namespaces.
     device: Option<Child>,
     capture: Option<Child>,
+    /// The impairment bridge of the `netem` scenario step, installed on first use; it must go
+    /// before the namespaces it redirects between.
+    impair: std::sync::Mutex<Option<crate::impair::Bridge>>,
     pub veth: Veth,
     pub ns_ctl: NetNs,
     pub ns_dev: NetNs,
@@ -213,6 +216,7 @@ impl Lab {
             dir,
             device: None,
             capture: None,
+            impair: std::sync::Mutex::new(None),
             veth,
             ns_ctl,
             ns_dev,
@@ -459,35 +463,56 @@ impl Lab {
         Veth::set_link(&self.ns_dev, &self.veth.a, up)
     }
 
-    /// Impair the device's egress with netem (all zero removes it).
+    /// Impair the device's egress (frames device -> controller): `loss_pct` of the frames lost
+    /// at random, `delay_ms` added to each, and `duplicate_pct` 0 or 100 (every frame sent
+    /// twice). All zero removes the impairment. This kernel has no `sch_netem`, so the
+    /// userspace bridge of [`crate::impair`] does it (docs/decisions.md section 17); it is put
+    /// between the two veth ends on first use.
     pub fn netem(&self, loss_pct: f64, delay_ms: u64, duplicate_pct: f64) -> Result<(), String> {
-        let dev = self.veth.a.clone();
-        if loss_pct == 0.0 && delay_ms == 0 && duplicate_pct == 0.0 {
-            let _ = self
-                .ns_dev
-                .exec_ok(&["tc", "qdisc", "del", "dev", &dev, "root"]);
+        use crate::impair::{Dir, Impairment, Loss};
+        if duplicate_pct != 0.0 && duplicate_pct != 100.0 {
+            return Err(format!(
+                "duplicate_pct {duplicate_pct}: the impairment bridge duplicates every frame \
+                 (100) or none (0)"
+            ));
+        }
+        let imp = Impairment {
+            loss: if loss_pct > 0.0 {
+                Loss::Probability(loss_pct / 100.0)
+            } else {
+                Loss::None
+            },
+            delay: Duration::from_millis(delay_ms),
+            duplicate: duplicate_pct == 100.0,
+            ..Impairment::NONE
+        };
+        if imp == Impairment::NONE && self.impair.lock().is_ok_and(|s| s.is_none()) {
             return Ok(());
         }
-        let loss = format!("{loss_pct}%");
-        let delay = format!("{delay_ms}ms");
-        let dup = format!("{duplicate_pct}%");
-        self.ns_dev
-            .exec_ok(&[
-                "tc",
-                "qdisc",
-                "replace",
-                "dev",
-                &dev,
-                "root",
-                "netem",
-                "loss",
-                &loss,
-                "delay",
-                &delay,
-                "duplicate",
-                &dup,
-            ])
-            .map(|_| ())
+        self.install_impairment()?;
+        let slot = self.impair.lock().map_err(|_| "impairment lock poisoned")?;
+        if let Some(b) = slot.as_ref() {
+            b.set(Dir::DevToCtl, imp);
+        }
+        Ok(())
+    }
+
+    /// Put the impairment bridge between the two veth ends, passing everything for now.
+    /// Installing it redirects the traffic for a moment (longer than a short data-hold time):
+    /// do it before a controller connects.
+    pub fn install_impairment(&self) -> Result<(), String> {
+        let mut slot = self.impair.lock().map_err(|_| "impairment lock poisoned")?;
+        if slot.is_none() {
+            // A fixed seed: a scenario's random loss is the same in every run.
+            *slot = Some(crate::impair::Bridge::install(
+                &self.ns_dev,
+                &self.veth.a,
+                &self.ns_ctl,
+                &self.veth.b,
+                0x5CE7_A210,
+            )?);
+        }
+        Ok(())
     }
 
     /// Keep the capture and the device log of a failed scenario under `target/lab-failures/`.

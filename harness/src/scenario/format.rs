@@ -110,7 +110,8 @@ pub enum Action {
     Controller(ControllerAction),
     /// Take the device's link down or up.
     Link { up: bool },
-    /// Impair the link with tc netem (all zero = remove impairment).
+    /// Impair the device's egress: random loss, delay, duplication (all zero = remove). Made
+    /// by the userspace impairment bridge, as this kernel has no tc netem ([`crate::lab::Lab::netem`]).
     Netem {
         loss_pct: f64,
         delay_ms: u64,
@@ -801,7 +802,15 @@ fn parse_step(cx: &Ctx, index: usize, t: &Table) -> Result<Step, FormatError> {
                 } else {
                     0
                 },
-                duplicate_pct: pct("duplicate_pct")?,
+                duplicate_pct: match pct("duplicate_pct")? {
+                    d if d == 0.0 || d == 100.0 => d,
+                    _ => {
+                        return Err(cx.err(
+                            "`duplicate_pct` must be 0 or 100 (the impairment bridge \
+                             duplicates every frame or none)",
+                        ))
+                    }
+                },
             }
         }
         "restart" | "kill" => {
@@ -946,5 +955,13 @@ link = "down"
 
         let e = parse("title = = 1").unwrap_err();
         assert!(e.cause.starts_with("not valid TOML"), "{e}");
+
+        let e = parse("title = \"t\"\n[[step]]\nnetem = true\nduplicate_pct = 50\n").unwrap_err();
+        assert!(e.cause.contains("0 or 100"), "{e}");
+        let ok = parse("title = \"t\"\n[[step]]\nnetem = true\nduplicate_pct = 100\n").unwrap();
+        assert!(matches!(
+            ok.steps[0].action,
+            Action::Netem { duplicate_pct, .. } if duplicate_pct == 100.0
+        ));
     }
 }

@@ -94,6 +94,18 @@ pub fn run_with_golden(sc: &Scenario, golden_root: &Path) -> Result<(), String> 
 
 impl Run<'_> {
     fn all_steps(&mut self) -> Result<(), String> {
+        if self
+            .sc
+            .steps
+            .iter()
+            .any(|s| matches!(s.action, Action::Netem { .. }))
+        {
+            // Putting the bridge in takes longer than a data-hold time: do it before the
+            // exchange starts, not at the step.
+            self.lab
+                .install_impairment()
+                .map_err(|e| format!("{}: impairment bridge: {e}", self.sc.path.display()))?;
+        }
         if let Some(c) = &self.sc.controller {
             let timing = PeerTiming {
                 send_clock_factor: (c.cycle_ms * 32.0).round() as u16,
