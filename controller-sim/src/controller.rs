@@ -863,14 +863,19 @@ impl Shared {
         for ar in ars.iter() {
             if ar.watchdog_expired(now) {
                 // Tell the device at once (ERR-RTA "consumer DHT expired"), as a controller
-                // aborting the AR does, instead of leaving it to its own watchdog.
-                if let Ok(mut g) = ar.alarm.try_lock() {
+                // aborting the AR does, instead of leaving it to its own watchdog. A blocking
+                // lock: this is the receive thread, not the cyclic one, and no holder of an
+                // alarm lock waits for `ars` (a `try_lock` here silently skipped the ERR-RTA
+                // whenever the alarm timer held the lock).
+                {
+                    let mut g = ar.alarm.lock().unwrap_or_else(|p| p.into_inner());
                     if let Some(st) = g.as_mut() {
                         st.low.abort(wrta::abort_reason::status(
                             wrta::abort_reason::AR_CONSUMER_DHT_EXPIRED,
                         ));
                     }
                 }
+                self.flush_alarm_tx(ar, now);
                 self.emit(Event::WatchdogExpired {
                     ar: ar.id,
                     station: ar.model.station_name.clone(),
