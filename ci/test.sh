@@ -26,7 +26,9 @@ cargo test --workspace --doc
 
 if [ -x ci/fuzz-smoke.sh ]; then
   echo "== fuzz smoke run"
-  # The short run: every pn-protocol decoder target for a few seconds (the device parser
-  # targets and the long runs are documented in docs/protocol-notes/fuzz-scapy.md).
+  # The short run: every decoder target for a few seconds (the long runs are documented in
+  # docs/protocol-notes/fuzz-scapy.md).
   FUZZ_DIR=protocol/fuzz ci/fuzz-smoke.sh 3
+  # The device's parsers: configuration XML, settings JSON, every HTTP POST body, Connect.
+  FUZZ_DIR=device/fuzz ci/fuzz-smoke.sh 3
 fi
