@@ -413,6 +413,16 @@ impl Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         self.kill9();
+        // A failing test shows what the daemon said (libtest prints a failed test's output):
+        // a CI failure on a loaded host must be readable without rerunning it.
+        if std::thread::panicking() {
+            let log = self.log_text();
+            let tail: Vec<&str> = log.lines().rev().take(80).collect();
+            eprintln!("---- daemon log (last {} lines) ----", tail.len());
+            for l in tail.iter().rev() {
+                eprintln!("{l}");
+            }
+        }
     }
 }
 
