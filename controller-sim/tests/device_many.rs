@@ -1,6 +1,8 @@
 //! Several ARs to several pn-device daemons from one controller process (one raw socket, one
 //! timer schedule): three devices in three namespaces, bridged in the controller namespace.
-//! 4 ms cycle, DataHoldFactor 24 (96 ms, above the stalls of this machine).
+//! 4 ms cycle, DataHoldFactor 125 (500 ms): the subject is several ARs on one schedule, not
+//! timing, and a loaded CI VM has stalled a cyclic thread for 97 ms (a DataHoldFactor of 24
+//! tripped there).
 
 mod common;
 
@@ -58,8 +60,8 @@ fn three_devices_from_one_controller() {
         let mut c = ArConfig::new(d.model());
         c.device_ip = Some(*ip);
         c.timing.reduction_ratio = 1;
-        c.timing.data_hold_factor = 24;
-        c.timing.watchdog_factor = 24;
+        c.timing.data_hold_factor = 125;
+        c.timing.watchdog_factor = 125;
         let h = ctl
             .connect(c)
             .unwrap_or_else(|e| panic!("connect {ip}: {e}\n{}", d.log()));
@@ -81,11 +83,14 @@ fn three_devices_from_one_controller() {
             .unwrap();
         assert_eq!(r["connected"], true, "{r}");
     }
-    std::thread::sleep(Duration::from_millis(500));
     for (k, ((d, _), h)) in daemons.iter().zip(&ars).enumerate() {
+        let want = format!("d{k}010203");
+        let arrived = pn_testkit::poll::until(Duration::from_secs(5), || {
+            d.http("GET", "/api/io", None).unwrap()["inputHex"] == want.as_str()
+                && h.inputs().data == vec![0xE0 + k as u8, 0, 0, 0]
+        });
         let io = d.http("GET", "/api/io", None).unwrap();
-        assert_eq!(io["inputHex"], format!("d{k}010203"), "device {k}: {io}");
-        assert_eq!(h.inputs().data, vec![0xE0 + k as u8, 0, 0, 0], "AR {k}");
+        assert!(arrived, "device {k}: {io}; AR inputs {:?}", h.inputs().data);
         assert_eq!(h.status().watchdog_expiries, 0);
     }
     // Run for a few seconds on one schedule; nobody trips.
