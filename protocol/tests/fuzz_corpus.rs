@@ -87,6 +87,9 @@ fn committed_corpus_replays_without_panics() {
 /// * `pnio_request/multiple-write-padded-last-record`: a MultipleWrite whose last record is
 ///   padded to 4 bytes (counted in the outer RecordDataLength) parsed but did not emit
 ///   (fixed in `wire/pnio/record.rs`, `WriteRequest::trailing_pad`).
+/// * `rt_frame/cyclic-c-sdu-longer-than-1440` (found by the `all` target, selector byte 1
+///   removed): a cyclic frame of 1506 bytes whose view accepted a
+///   1483-byte C_SDU that `emit_cyclic` refuses (fixed in `wire/rt.rs`, `CyclicFrame::check_len`).
 #[test]
 fn fuzz_regressions_pass() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");

@@ -304,6 +304,12 @@ impl<T: AsRef<[u8]>> CyclicFrame<T> {
         if self.status_at < FRAME_ID_LEN || self.status_at.saturating_add(APDU_STATUS_LEN) > len {
             return Err(Error::Truncated);
         }
+        // No IOCR carries more than 1440 bytes; a longer "C_SDU" is not a cyclic frame, and
+        // `emit_cyclic` could not write it back (the 10-minute fuzz run of the `all` target
+        // found the parse/emit asymmetry with a 1483-byte C_SDU).
+        if self.status_at - FRAME_ID_LEN > C_SDU_MAX_LEN {
+            return Err(Error::Malformed("C_SDU longer than 1440 bytes"));
+        }
         Ok(())
     }
     pub fn into_inner(self) -> T {
@@ -468,5 +474,30 @@ mod tests {
             Some(Error::Truncated)
         );
         assert!(emit_cyclic(&mut buf[..40], FrameId(0x8000), &[], st).is_err());
+    }
+
+    /// A view accepts exactly the C_SDU lengths `emit_cyclic` can write: 1440 bytes, not 1441
+    /// (fuzz finding of the `all` target, regression input in
+    /// protocol/fuzz/regressions/rt_frame).
+    #[test]
+    fn cyclic_view_refuses_a_c_sdu_longer_than_1440() {
+        let st = ApduStatus {
+            cycle_counter: 7,
+            data_status: DataStatus::RUNNING,
+            transfer_status: 0,
+        };
+        let mut out = vec![0u8; cyclic_payload_len(C_SDU_MAX_LEN)];
+        let n = emit_cyclic(&mut out, FrameId(0x8001), &[0x80; C_SDU_MAX_LEN], st).unwrap();
+        let v = CyclicFrame::new_checked(&out[..n]).unwrap();
+        assert_eq!(v.c_sdu().len(), C_SDU_MAX_LEN);
+        assert_eq!(v.apdu_status(), st);
+        let mut long = out[..n].to_vec();
+        long.insert(2, 0x80);
+        assert_eq!(
+            CyclicFrame::new_checked(&long[..]).err(),
+            Some(Error::Malformed("C_SDU longer than 1440 bytes"))
+        );
+        assert!(CyclicFrame::with_c_sdu_len(&long[..], C_SDU_MAX_LEN + 1).is_err());
+        assert!(CyclicFrame::with_c_sdu_len(&long[..], C_SDU_MAX_LEN).is_ok());
     }
 }
