@@ -55,33 +55,17 @@ fn post(path: &str, body: serde_json::Value) -> Option<serde_json::Value> {
 
 /// The demo's device configuration: one module with 8 bytes each way, 4 ms send clock.
 fn config_xml() -> String {
-    format!(
-        r#"<?xml version="1.0" encoding="utf-8"?>
-<PnDeviceConfiguration formatVersion="1">
-  <StationName>pn-device</StationName>
-  <DeviceName>pn-device</DeviceName>
-  <VendorID>0xFFFF</VendorID>
-  <DeviceID>0x0001</DeviceID>
-  <Network>
-    <InterfaceName>{HOST_IF}</InterfaceName>
-    <IpAddress>{DEV_IP}</IpAddress>
-    <SubnetMask>255.255.255.0</SubnetMask>
-    <Gateway>0.0.0.0</Gateway>
-  </Network>
-  <SendClock>4</SendClock>
-  <SlotLayout>
-    <Module Slot="0" ModuleIdentNumber="0x00000001">
-      <Submodule Subslot="1" SubmoduleIdentNumber="0x00000001"/>
-      <Submodule Subslot="0x8000" SubmoduleIdentNumber="0x00000002"/>
-      <Submodule Subslot="0x8001" SubmoduleIdentNumber="0x00000003"/>
-    </Module>
-    <Module Slot="1" ModuleIdentNumber="0x00000030">
-      <Submodule Subslot="1" SubmoduleIdentNumber="0x00000001" InputLength="8" OutputLength="8"/>
-    </Module>
-  </SlotLayout>
-</PnDeviceConfiguration>
-"#
-    )
+    pn_testkit::daemon::DeviceXml {
+        vendor_id: 0xFFFF,
+        ..pn_testkit::daemon::DeviceXml::new("pn-device")
+    }
+    .ident("pn-device", "0000000001", 1, "V1.0.0")
+    .product(None)
+    .nic(Some(HOST_IF))
+    .ip(DEV_IP)
+    .send_clock_ms(4)
+    .io(8, 8)
+    .to_xml()
 }
 
 struct Cleanup {

@@ -18,35 +18,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Device configuration of the benchmarks: DAP + one module with 8 bytes each way.
+/// Device configuration of the benchmarks: DAP + one module with 8 bytes each way, 1 ms send
+/// clock, the placeholder vendor ID of every shipped configuration.
 pub fn config_xml(station: &str, ip: std::net::Ipv4Addr, nic: &str) -> String {
-    format!(
-        r#"<?xml version="1.0" encoding="utf-8"?>
-<PnDeviceConfiguration formatVersion="1">
-  <StationName>{station}</StationName>
-  <DeviceName>pn-device</DeviceName>
-  <VendorID>0xFFFF</VendorID>
-  <DeviceID>0x0001</DeviceID>
-  <Network>
-    <InterfaceName>{nic}</InterfaceName>
-    <IpAddress>{ip}</IpAddress>
-    <SubnetMask>255.255.255.0</SubnetMask>
-    <Gateway>0.0.0.0</Gateway>
-  </Network>
-  <SendClock>1</SendClock>
-  <SlotLayout>
-    <Module Slot="0" ModuleIdentNumber="0x00000001">
-      <Submodule Subslot="1" SubmoduleIdentNumber="0x00000001"/>
-      <Submodule Subslot="0x8000" SubmoduleIdentNumber="0x00000002"/>
-      <Submodule Subslot="0x8001" SubmoduleIdentNumber="0x00000003"/>
-    </Module>
-    <Module Slot="1" ModuleIdentNumber="0x00000030">
-      <Submodule Subslot="1" SubmoduleIdentNumber="0x00000001" InputLength="8" OutputLength="8"/>
-    </Module>
-  </SlotLayout>
-</PnDeviceConfiguration>
-"#
-    )
+    pn_testkit::daemon::DeviceXml {
+        vendor_id: 0xFFFF,
+        ..pn_testkit::daemon::DeviceXml::new(station)
+    }
+    .ident("pn-device", "0000000001", 1, "V1.0.0")
+    .product(None)
+    .nic(Some(nic))
+    .ip(ip)
+    .send_clock_ms(1)
+    .io(8, 8)
+    .to_xml()
 }
 
 /// A child process killed and reaped on drop.
@@ -404,5 +389,20 @@ mod tests {
         assert_eq!(wrk_rps(out), Some(12345.67));
         assert_eq!(wrk_non2xx(out), 7);
         assert_eq!(wrk_rps("nothing"), None);
+    }
+
+    /// The benchmark configuration (built with the testkit's `DeviceXml`) loads in the daemon
+    /// with what the benchmarks rely on.
+    #[test]
+    fn bench_configuration_loads_in_the_daemon() {
+        let ip = std::net::Ipv4Addr::new(192, 168, 78, 2);
+        let c =
+            pn_device::config::RuntimeConfig::parse(&config_xml("pn-bench", ip, "pnb0"), "bench")
+                .expect("bench configuration");
+        assert_eq!(c.station_name, "pn-bench");
+        assert_eq!(c.vendor_id, pn_device::config::PLACEHOLDER_VENDOR_ID);
+        assert_eq!((c.interface_name.as_str(), c.ip), ("pnb0", ip));
+        assert_eq!(c.send_clock_ms, 1);
+        assert_eq!((c.input_len, c.output_len), (8, 8));
     }
 }
