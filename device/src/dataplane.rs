@@ -335,6 +335,10 @@ pub enum StackEvent {
         source: String,
         message: String,
     },
+    /// A remanent change could not be stored (the stack refused the request that asked for
+    /// it). Sent by the runtime's own commit handler on a stack thread, which must not take
+    /// the state lock; the runtime raises the `persistence` alarm when it applies the event.
+    PersistenceFailed { message: String },
     /// A fatal stack error (e.g. the cyclic thread died). The runtime treats it like `Aborted`
     /// and records `lastError`.
     Fault { code: i32, message: String },
@@ -612,6 +616,23 @@ pub struct NicInfo {
     pub index: u32,
     pub mac: Option<[u8; 6]>,
     pub link: LinkState,
+}
+
+impl NicInfo {
+    /// A NIC that is present with its link up, index 1, no MAC: what the test planes (which
+    /// have no real NIC) answer from `probe`.
+    pub fn up(name: &str) -> NicInfo {
+        NicInfo {
+            name: name.into(),
+            index: 1,
+            mac: None,
+            link: LinkState {
+                present: true,
+                up: true,
+                operstate: "up".into(),
+            },
+        }
+    }
 }
 
 /// Link state from sysfs.

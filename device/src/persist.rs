@@ -57,11 +57,17 @@ pub enum LoadOutcome {
 #[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
+    /// The file may differ from what the caller holds in memory: a failed write whose
+    /// rollback failed too. The next commit then writes even an unchanged value.
+    dirty: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Store {
     pub fn new(dir: impl Into<PathBuf>) -> Store {
-        Store { dir: dir.into() }
+        Store {
+            dir: dir.into(),
+            dirty: Default::default(),
+        }
     }
 
     pub fn path(&self) -> PathBuf {
@@ -117,30 +123,65 @@ impl Store {
 
     /// Write atomically (temp, fsync, rename, fsync dir).
     pub fn save(&self, r: &Remanent) -> std::io::Result<()> {
-        std::fs::create_dir_all(&self.dir)?;
+        self.write(r).map_err(|f| f.error)
+    }
+
+    fn write(&self, r: &Remanent) -> Result<(), Failed> {
+        let before = |error| Failed {
+            error,
+            file_changed: false,
+        };
+        std::fs::create_dir_all(&self.dir).map_err(before)?;
         let mut r = r.clone();
         r.version = 1;
-        let bytes = serde_json::to_vec_pretty(&r).map_err(std::io::Error::other)?;
+        let bytes = serde_json::to_vec_pretty(&r)
+            .map_err(std::io::Error::other)
+            .map_err(before)?;
         let tmp = self
             .dir
             .join(format!(".{FILE_NAME}.tmp.{}", std::process::id()));
-        {
+        let written = (|| {
             let mut f = std::fs::File::create(&tmp)?;
             f.write_all(&bytes)?;
             f.sync_all()?;
+            std::fs::rename(&tmp, self.path())
+        })();
+        if let Err(e) = written {
+            // No half-written temp file left behind (disk full, read-only).
+            let _ = std::fs::remove_file(&tmp);
+            return Err(before(e));
         }
-        std::fs::rename(&tmp, self.path())?;
-        sync_dir(&self.dir)
+        sync_dir(&self.dir).map_err(|error| Failed {
+            error,
+            file_changed: true,
+        })
     }
 
     /// Remove the remanent file (factory reset).
     pub fn clear(&self) -> std::io::Result<()> {
+        self.remove().map_err(|f| f.error)
+    }
+
+    fn remove(&self) -> Result<(), Failed> {
         match std::fs::remove_file(self.path()) {
-            Ok(()) => sync_dir(&self.dir),
+            Ok(()) => sync_dir(&self.dir).map_err(|error| Failed {
+                error,
+                file_changed: true,
+            }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(e),
+            Err(error) => Err(Failed {
+                error,
+                file_changed: false,
+            }),
         }
     }
+}
+
+/// A failed write or removal, and whether the file already had its new state (the rename or
+/// the unlink was done; only the directory `fsync` failed).
+struct Failed {
+    error: std::io::Error,
+    file_changed: bool,
 }
 
 fn sync_dir(dir: &Path) -> std::io::Result<()> {
@@ -220,19 +261,25 @@ impl Store {
     /// is written. A factory reset deletes the file. On `Err` nothing was changed on disk
     /// (an interrupted rename leaves the old file) and the caller keeps `current`.
     pub fn commit(&self, current: &Remanent, change: &Change) -> std::io::Result<Remanent> {
+        use std::sync::atomic::Ordering;
         let next = change.applied_to(current);
+        let dirty = self.dirty.load(Ordering::Acquire);
         let res = match change {
-            Change::Reset(ResetMode::Factory) => self.clear(),
-            _ if next == *current => Ok(()),
-            _ => self.save(&next),
+            Change::Reset(ResetMode::Factory) => self.remove(),
+            _ if next == *current && !dirty => Ok(()),
+            _ => self.write(&next),
         };
-        if let Err(e) = res {
-            // The step that failed may come after the rename or the unlink (directory
-            // fsync): put the old content back, best effort, so that the file never holds a
-            // value the client was told failed.
-            let _ = self.save(current);
-            return Err(e);
+        if let Err(f) = res {
+            // When only the directory fsync failed, the file already holds the refused
+            // value: put the old content back. If that fails too, the next commit writes
+            // whatever it has (even an unchanged value) instead of assuming the file equals
+            // memory.
+            if f.file_changed && self.save(current).is_err() {
+                self.dirty.store(true, Ordering::Release);
+            }
+            return Err(f.error);
         }
+        self.dirty.store(false, Ordering::Release);
         Ok(next)
     }
 }
@@ -297,14 +344,17 @@ mod tests {
 
     /// `commit` writes before it returns the new value, skips writes that change nothing,
     /// deletes the file on a factory reset, and on an error leaves the file as it was.
+    fn loaded(s: &Store) -> Remanent {
+        match s.load() {
+            LoadOutcome::Loaded(r) => r,
+            o => panic!("{o:?}"),
+        }
+    }
+
     #[test]
     fn commit_is_durable_before_it_returns() {
         let d = tempfile::tempdir().unwrap();
         let s = Store::new(d.path().join("p"));
-        let loaded = |s: &Store| match s.load() {
-            LoadOutcome::Loaded(r) => r,
-            o => panic!("{o:?}"),
-        };
         let r = s
             .commit(&Remanent::default(), &Change::StationName(Some("a".into())))
             .unwrap();
@@ -337,15 +387,42 @@ mod tests {
         let r = s.commit(&r, &Change::Reset(ResetMode::Factory)).unwrap();
         assert_eq!(r, Remanent::default());
         assert!(matches!(s.load(), LoadOutcome::Missing));
-        // An unwritable store: error, the file keeps the old value.
+    }
+
+    /// The same store made unwritable (its directory reached through a symlink swapped to a
+    /// regular file: ENOTDIR, also for root): the commit fails, the file keeps the old value
+    /// and, once writable again, holds it and no temporary file.
+    #[test]
+    fn a_failed_commit_changes_nothing_on_disk() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("real")).unwrap();
+        std::fs::write(d.path().join("blocker"), b"not a directory").unwrap();
+        let link = d.path().join("link");
+        let point = |to: &str| {
+            let tmp = d.path().join("link.new");
+            std::os::unix::fs::symlink(d.path().join(to), &tmp).unwrap();
+            std::fs::rename(&tmp, &link).unwrap();
+        };
+        point("real");
+        let s = Store::new(&link);
         let r = s
-            .commit(&r, &Change::StationName(Some("kept".into())))
+            .commit(
+                &Remanent::default(),
+                &Change::StationName(Some("kept".into())),
+            )
             .unwrap();
-        let blocked = Store::new(d.path().join("p").join(FILE_NAME).join("x"));
-        assert!(blocked
-            .commit(&r, &Change::StationName(Some("lost".into())))
+        point("blocker");
+        assert!(s
+            .commit(&r, &Change::StationName(Some("refused".into())))
             .is_err());
+        point("real");
         assert_eq!(loaded(&s).station_name.as_deref(), Some("kept"));
+        assert_eq!(std::fs::read_dir(d.path().join("real")).unwrap().count(), 1);
+        // The next commit works as before.
+        let r = s
+            .commit(&r, &Change::StationName(Some("next".into())))
+            .unwrap();
+        assert_eq!(loaded(&s).station_name, r.station_name);
     }
 
     /// A write interrupted by SIGKILL leaves its temporary file; the next start removes it

@@ -126,7 +126,6 @@ struct Shared {
     dcp_ip_apply_message: String,
     alarms: Alarms,
     diag: BTreeMap<DiagKey, DiagnosisEntry>,
-    remanent: Remanent,
     high_res: bool,
     licence_failed: bool,
     controller: String,
@@ -140,6 +139,12 @@ pub struct Runtime {
     env_nic: Option<String>,
     control: tokio::sync::Mutex<()>,
     save_lock: Mutex<()>,
+    /// The remanent data as stored (station name, IP, I&M1-4, records). Its own lock, a
+    /// leaf: held only to read or swap the value, never while taking another lock. The
+    /// stack's CM/L2 threads commit through it while the stack's lock may be held by a
+    /// thread stopping the stack, and API handlers call into the stack under the state lock;
+    /// if a commit took the state lock, those three could wait on each other forever.
+    remanent: Mutex<Remanent>,
     sh: Mutex<Shared>,
     image: RwLock<Arc<ProcessImage>>,
     sink: EventSink,
@@ -262,7 +267,6 @@ impl Runtime {
             instance: None,
             alarms,
             diag: BTreeMap::new(),
-            remanent,
             high_res: settings.high_resolution_timer,
             licence_failed: false,
             controller: String::new(),
@@ -281,6 +285,7 @@ impl Runtime {
                 env_nic: env_nic.filter(|s| !s.trim().is_empty()),
                 control: tokio::sync::Mutex::new(()),
                 save_lock: Mutex::new(()),
+                remanent: Mutex::new(remanent),
                 sh: Mutex::new(sh),
                 image: RwLock::new(Arc::new(image)),
                 sink,
@@ -415,10 +420,10 @@ impl Runtime {
     /// error is logged, raised as an alarm and returned.
     fn commit_remanent(&self, change: &persist::Change) -> Result<(), String> {
         let _g = self.save_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let current = self.lock().remanent.clone();
+        let current = self.remanent_guard().clone();
         match self.store.commit(&current, change) {
             Ok(next) => {
-                self.lock().remanent = next;
+                *self.remanent_guard() = next;
                 Ok(())
             }
             Err(e) => {
@@ -427,15 +432,24 @@ impl Runtime {
                     self.store.path().display()
                 );
                 error!("persistence: {msg}; the change is refused");
-                self.lock().alarms.raise(
-                    "persistence:write",
-                    AlarmSeverity::Error,
-                    "persistence",
-                    &msg,
-                );
                 Err(msg)
             }
         }
+    }
+
+    /// The remanent data (the leaf lock, see the field).
+    fn remanent_guard(&self) -> std::sync::MutexGuard<'_, Remanent> {
+        self.remanent.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The alarm of a failed remanent write, raised by a caller that may take the state lock.
+    fn raise_persistence_alarm(sh: &mut Shared, msg: &str) {
+        sh.alarms.raise(
+            "persistence:write",
+            AlarmSeverity::Error,
+            "persistence",
+            msg,
+        );
     }
 
     /// The durable-commit handler of the plane's [`EventSink`]: stores the remanent part of
@@ -444,7 +458,13 @@ impl Runtime {
     /// updates the status (it does not touch the remanent data again).
     pub fn commit_event(&self, ev: &StackEvent) -> Result<(), String> {
         match persist::Change::of_event(ev) {
-            Some(c) => self.commit_remanent(&c),
+            // On a stack thread: the alarm goes through the event queue (the state lock must
+            // not be taken here, see the `remanent` field).
+            Some(c) => self.commit_remanent(&c).inspect_err(|msg| {
+                self.sink.send(StackEvent::PersistenceFailed {
+                    message: msg.clone(),
+                });
+            }),
             None => Ok(()),
         }
     }
@@ -582,6 +602,9 @@ impl Runtime {
                     &message,
                 );
             }
+            StackEvent::PersistenceFailed { message } => {
+                Self::raise_persistence_alarm(&mut sh, &message);
+            }
             StackEvent::Fault { code, message } => {
                 error!("data plane fault {code}: {message}");
                 if sh.state == RunState::DataExchange {
@@ -611,13 +634,13 @@ impl Runtime {
 
     fn build_stack_config(&self, sh: &Shared, nic: &str) -> StackConfig {
         let c = &sh.config;
-        let ip = sh.remanent.ip.unwrap_or(StoredIp {
+        let rem = self.remanent_guard();
+        let ip = rem.ip.unwrap_or(StoredIp {
             ip: c.ip,
             mask: c.mask,
             gateway: c.gateway,
         });
-        let station_name = sh
-            .remanent
+        let station_name = rem
             .station_name
             .clone()
             .unwrap_or_else(|| c.station_name.clone());
@@ -635,8 +658,8 @@ impl Runtime {
             safe_input_value: self.settings.safe_input_value,
             modules: c.modules.clone(),
             im0: c.im0.clone(),
-            im: sh.remanent.im.clone(),
-            records: sh.remanent.records.clone(),
+            im: rem.im.clone(),
+            records: rem.records.clone(),
             high_resolution_timer: sh.high_res,
             input_len: c.input_len,
             output_len: c.output_len,
@@ -944,6 +967,7 @@ impl Runtime {
             ResetMode::Factory => "factory",
         };
         if let Err(e) = self.commit_remanent(&persist::Change::Reset(mode)) {
+            Self::raise_persistence_alarm(&mut self.lock(), &e);
             return json!({
                 "ok": false,
                 "mode": mode_s,
@@ -1298,6 +1322,7 @@ impl Runtime {
     /// `GET /api/im`.
     pub fn im(&self) -> Value {
         let sh = self.lock();
+        let rem = self.remanent_guard();
         let c = &sh.config;
         let im0 = &c.im0;
         let (p, a, b, d) = im0.software_revision;
@@ -1322,20 +1347,19 @@ impl Runtime {
             "productName": im0.product_name,
             "imSupported": names.join(","),
             "im14Supported": im14,
-            "im1TagFunction": trim_im(&sh.remanent.im.tag_function),
-            "im1TagLocation": trim_im(&sh.remanent.im.tag_location),
-            "im2Date": trim_im(&sh.remanent.im.date),
-            "im3Descriptor": trim_im(&sh.remanent.im.descriptor),
-            "im4SignatureHex": to_hex(&sh.remanent.im.signature),
+            "im1TagFunction": trim_im(&rem.im.tag_function),
+            "im1TagLocation": trim_im(&rem.im.tag_location),
+            "im2Date": trim_im(&rem.im.date),
+            "im3Descriptor": trim_im(&rem.im.descriptor),
+            "im4SignatureHex": to_hex(&rem.im.signature),
             "timestamp": now_rfc3339(),
         })
     }
 
     /// `GET /api/records`.
     pub fn records(&self) -> Value {
-        let sh = self.lock();
-        let recs: Vec<Value> = sh
-            .remanent
+        let recs: Vec<Value> = self
+            .remanent_guard()
             .records
             .iter()
             .map(|r| {
@@ -1389,7 +1413,7 @@ mod tests {
     //! Rows of the spec section 3 table that need a failing data plane (not reproducible with
     //! a real NIC): a scripted plane returns the configured start errors.
     use super::*;
-    use crate::dataplane::{LinkState, NicInfo, ProbeError, StartError};
+    use crate::dataplane::{NicInfo, ProbeError, StartError};
 
     struct FakePlane {
         next: Mutex<Vec<Result<(), StartError>>>,
@@ -1401,16 +1425,7 @@ mod tests {
             "fake"
         }
         fn probe(&self, nic: &str) -> Result<NicInfo, ProbeError> {
-            Ok(NicInfo {
-                name: nic.into(),
-                index: 1,
-                mac: None,
-                link: LinkState {
-                    present: true,
-                    up: true,
-                    operstate: "up".into(),
-                },
-            })
+            Ok(NicInfo::up(nic))
         }
         fn start(
             &self,

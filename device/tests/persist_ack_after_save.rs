@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex};
 
 use pn_device::config::Settings;
 use pn_device::dataplane::{
-    DataPlane, EventSink, LinkState, NicInfo, PlaneStatus, ProbeError, ResetMode, StackCommand,
-    StackConfig, StartError, StartMode,
+    DataPlane, EventSink, NicInfo, PlaneStatus, ProbeError, ResetMode, StackCommand, StackConfig,
+    StartError, StartMode,
 };
 use pn_device::image::ProcessImage;
 use pn_device::persist::{LoadOutcome, Remanent, Store};
@@ -49,16 +49,7 @@ impl DataPlane for CapturePlane {
         "capture"
     }
     fn probe(&self, nic: &str) -> Result<NicInfo, ProbeError> {
-        Ok(NicInfo {
-            name: nic.into(),
-            index: 1,
-            mac: None,
-            link: LinkState {
-                present: true,
-                up: true,
-                operstate: "up".into(),
-            },
-        })
+        Ok(NicInfo::up(nic))
     }
     fn start(
         &self,
@@ -102,6 +93,8 @@ impl Rig {
         common::write_licence(&settings.licence_path, 3600, common::any_binding());
         let plane = Arc::new(CapturePlane::default());
         let rt = Runtime::new(settings, plane.clone(), Some("fake0".into()), None);
+        // The event loop: a failed commit on a stack thread raises its alarm through it.
+        rt.spawn_tasks();
         let r = rt.start().await;
         assert_eq!(r["ok"], true, "{r}");
         let (sink, cfg) = plane.started.lock().unwrap().take().expect("started");
@@ -145,11 +138,15 @@ impl Rig {
         std::fs::rename(&tmp, d.join("link")).unwrap();
     }
 
+    /// The `persistence` alarm is active (awaited: from a stack thread it comes through the
+    /// runtime's event queue).
     fn persistence_alarm(&self) -> bool {
-        self.rt
-            .alarms_active()
-            .iter()
-            .any(|a| serde_json::to_value(a).unwrap()["source"] == "persistence")
+        pn_testkit::poll::until(std::time::Duration::from_secs(5), || {
+            self.rt
+                .alarms_active()
+                .iter()
+                .any(|a| serde_json::to_value(a).unwrap()["source"] == "persistence")
+        })
     }
 }
 
@@ -208,7 +205,7 @@ fn get_name(d: &mut DcpResponder) -> Vec<u8> {
         .to_vec()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn persist_record_write_answers_after_the_file_and_refuses_what_cannot_be_stored() {
     let rig = Rig::new().await;
     let mut records = Records::from_config(&rig.cfg);
@@ -250,7 +247,7 @@ async fn persist_record_write_answers_after_the_file_and_refuses_what_cannot_be_
     assert_eq!(rig.rt.im()["im1TagFunction"], "VALVE");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn persist_dcp_set_answers_after_the_file_and_refuses_what_cannot_be_stored() {
     let rig = Rig::new().await;
     let mut d = DcpResponder::new(ident(&rig.cfg.station_name), Instant::from_millis(0))
@@ -353,7 +350,7 @@ async fn persist_dcp_set_answers_after_the_file_and_refuses_what_cannot_be_store
     assert_eq!(d.identity().station_name, rig.cfg.station_name);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn persist_http_reset_answers_after_the_file_and_refuses_what_cannot_be_stored() {
     let rig = Rig::new().await;
     let mut records = Records::from_config(&rig.cfg);
@@ -380,4 +377,108 @@ async fn persist_http_reset_answers_after_the_file_and_refuses_what_cannot_be_st
     assert!(!rig.file_exists(), "the file is gone when the answer comes");
     assert_eq!(rig.rt.im()["im1TagFunction"], "");
     assert_eq!(rig.plane.commands.lock().unwrap().len(), 1);
+}
+
+/// A plane with the real stack's locking: `status` and `command` take the plane's lock, and
+/// `stop` holds it while it waits for the CM thread, which is committing a record write at
+/// that moment. An API call that holds the runtime's state lock while it asks the plane for
+/// its status (`GET /api/diag`) must not make that commit wait for the state lock: the three
+/// would wait on each other forever (found in review; the commit now takes only the
+/// remanent data's own lock).
+#[derive(Default)]
+struct LockingPlane {
+    inner: Mutex<()>,
+    sink: Mutex<Option<EventSink>>,
+    in_status: std::sync::atomic::AtomicBool,
+    commit_result: Mutex<Option<Result<(), String>>>,
+}
+
+impl DataPlane for LockingPlane {
+    fn kind(&self) -> &'static str {
+        "locking"
+    }
+    fn probe(&self, nic: &str) -> Result<NicInfo, ProbeError> {
+        Ok(NicInfo::up(nic))
+    }
+    fn start(
+        &self,
+        _cfg: &StackConfig,
+        _image: Arc<ProcessImage>,
+        events: EventSink,
+        _mode: StartMode,
+    ) -> Result<(), StartError> {
+        *self.sink.lock().unwrap() = Some(events);
+        Ok(())
+    }
+    fn stop(&self) {
+        use std::sync::atomic::Ordering;
+        use std::time::Duration;
+        let _g = self.inner.lock().unwrap();
+        // Wait until an API call is inside `status` (it holds the state lock and now waits
+        // for this lock), then let the "CM thread" commit and wait for it, as the stack's
+        // stop joins its threads.
+        assert!(
+            pn_testkit::poll::until(Duration::from_secs(5), || self
+                .in_status
+                .load(Ordering::SeqCst)),
+            "no status call arrived"
+        );
+        let sink = self.sink.lock().unwrap().clone().expect("started");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(
+                sink.commit(&pn_device::dataplane::StackEvent::RecordWritten {
+                    slot: 0,
+                    subslot: 1,
+                    index: 0x42,
+                    data: vec![1, 2, 3],
+                }),
+            );
+        });
+        *self.commit_result.lock().unwrap() = rx.recv_timeout(Duration::from_secs(5)).ok();
+    }
+    fn teardown(&self) {}
+    fn status(&self) -> PlaneStatus {
+        self.in_status
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let _g = self.inner.lock().unwrap();
+        PlaneStatus::default()
+    }
+    fn command(&self, _cmd: StackCommand) {
+        let _g = self.inner.lock().unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_on_a_stack_thread_never_waits_for_an_api_call_that_waits_for_the_stack() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = Settings::embedded();
+    settings.persistence_dir = dir.path().join("p");
+    settings.licence_path = dir.path().join("licence.json");
+    common::write_licence(&settings.licence_path, 3600, common::any_binding());
+    let plane = Arc::new(LockingPlane::default());
+    let rt = Runtime::new(settings, plane.clone(), Some("fake0".into()), None);
+    assert_eq!(rt.start().await["ok"], true);
+    let stopper = {
+        let rt = rt.clone();
+        tokio::spawn(async move { rt.stop().await })
+    };
+    let diag = {
+        let rt = rt.clone();
+        std::thread::spawn(move || rt.diag())
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(10), stopper)
+        .await
+        .expect("stop finished (no deadlock)")
+        .unwrap();
+    diag.join().expect("diag answered");
+    assert_eq!(
+        plane.commit_result.lock().unwrap().clone(),
+        Some(Ok(())),
+        "the CM thread's commit returned and stored the record"
+    );
+    match Store::new(dir.path().join("p")).load() {
+        LoadOutcome::Loaded(r) => assert_eq!(r.records.len(), 1, "{r:?}"),
+        other => panic!("record not stored: {other:?}"),
+    }
 }
