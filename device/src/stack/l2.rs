@@ -132,7 +132,7 @@ pub struct L2Status {
 pub const DCP_MULTICAST_LIMIT: (u64, u64) = (50, 50);
 pub const DCP_UNICAST_LIMIT: (u64, u64) = (200, 50);
 pub const LLDP_LIMIT: (u64, u64) = (20, 20);
-/// Frames queued for the `pn-l2` thread at most.
+/// Received frames queued for the `pn-l2` thread at most.
 pub const QUEUE_LEN: usize = 128;
 
 /// A token bucket in nanosecond units: `rate` tokens per second, at most `burst` stored.
@@ -244,6 +244,11 @@ struct Counters {
     dcp_unicast_limited: AtomicU64,
     lldp_limited: AtomicU64,
     queue_full: AtomicU64,
+    /// Received frames in the queue to `pn-l2` (at most [`QUEUE_LEN`]). Only frames are
+    /// bounded: the control messages (link, AR active, reset, stop) must never be dropped
+    /// nor make their sender wait (the reset is sent under the stack's lock while `pn-l2`
+    /// may be waiting for a durable commit).
+    frames_queued: std::sync::atomic::AtomicUsize,
 }
 
 impl Counters {
@@ -262,7 +267,7 @@ impl Counters {
 
 /// The running L2 services.
 pub struct L2Services {
-    tx: mpsc::SyncSender<Msg>,
+    tx: mpsc::Sender<Msg>,
     /// Rate admission of received frames (locked by the receive thread only).
     admission: Mutex<Admission>,
     t0: std::time::Instant,
@@ -471,7 +476,10 @@ impl Worker {
                 .unwrap_or(std::time::Duration::from_secs(1))
                 .min(std::time::Duration::from_secs(1));
             match rx.recv_timeout(wait) {
-                Ok(Msg::Frame(f)) => self.on_frame(&f, mono_now(t0)),
+                Ok(Msg::Frame(f)) => {
+                    self.counters.frames_queued.fetch_sub(1, Ordering::AcqRel);
+                    self.on_frame(&f, mono_now(t0))
+                }
                 Ok(Msg::Link(l)) => {
                     let now = mono_now(t0);
                     self.lldp.set_link(&l, now);
@@ -588,7 +596,7 @@ impl L2Services {
             // The effective IP (configured or persisted permanent DCP IP) goes on the NIC.
             let _ = worker.apply(id.ip, id.mask, id.gateway);
         }
-        let (tx, rx) = mpsc::sync_channel(QUEUE_LEN);
+        let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("pn-l2".into())
             .spawn(move || worker.run(rx, t0))?;
@@ -623,8 +631,14 @@ impl L2Services {
             c.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        if let Err(mpsc::TrySendError::Full(_)) = self.tx.try_send(Msg::Frame(frame.to_vec())) {
+        let q = &self.counters.frames_queued;
+        if q.fetch_add(1, Ordering::AcqRel) >= QUEUE_LEN {
+            q.fetch_sub(1, Ordering::AcqRel);
             self.counters.queue_full.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        if self.tx.send(Msg::Frame(frame.to_vec())).is_err() {
+            q.fetch_sub(1, Ordering::AcqRel);
         }
     }
 
@@ -841,5 +855,105 @@ mod fuzz_tests {
             }
             assert!(!wants(&f) || f.len() >= 16);
         }
+    }
+}
+
+#[cfg(test)]
+mod queue_tests {
+    use super::*;
+    use pn_protocol::wire::dcp::{DcpRepr, NameOfStation};
+    use std::time::Duration;
+
+    /// While `pn-l2` waits for a durable commit (a slow disk), control messages still go
+    /// through at once (received frames alone are bounded, by `frames_queued`): the reset the runtime sends under
+    /// the stack's lock must never wait for that disk (found in review: with a bounded
+    /// channel for everything, the 129th message blocked its sender).
+    #[test]
+    fn control_messages_never_wait_for_a_busy_worker() {
+        let mac = MacAddr([2, 0, 0, 0, 0, 1]);
+        let identity = DcpIdentity {
+            mac,
+            station_name: "dev".into(),
+            device_vendor: "v".into(),
+            vendor_id: 1,
+            device_id: 1,
+            ip: Ipv4Addr::UNSPECIFIED,
+            mask: Ipv4Addr::UNSPECIFIED,
+            gateway: Ipv4Addr::UNSPECIFIED,
+            device_instance: (0, 1),
+            device_initiative: false,
+        };
+        let cfg = L2Config {
+            nic: "none".into(),
+            ifindex: 1,
+            identity,
+            configured: (
+                "dev".into(),
+                Ipv4Addr::UNSPECIFIED,
+                Ipv4Addr::UNSPECIFIED,
+                Ipv4Addr::UNSPECIFIED,
+            ),
+            im0: Im0Config::default(),
+            location: String::new(),
+            snmp: None,
+            llmnr: None,
+            apply_ip: false,
+            ar_active: None,
+        };
+        // The commit of a permanent name blocks until the test lets it go.
+        let (entered_tx, entered_rx) = mpsc::channel();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let release_rx = Mutex::new(release_rx);
+        let (sink, _events) = EventSink::channel();
+        let sink = sink.with_commit(Arc::new(move |_ev: &StackEvent| {
+            let _ = entered_tx.send(());
+            let _ = release_rx.lock().unwrap().recv();
+            Ok(())
+        }));
+        let mut l2 = L2Services::start(
+            cfg,
+            LinkInfo {
+                present: true,
+                up: true,
+                ..LinkInfo::default()
+            },
+            Arc::new(|_f: &[u8]| true),
+            sink,
+            Arc::new(|_why: &'static str| {}),
+        )
+        .unwrap();
+        let set = DcpRepr::set_name(1, &NameOfStation::new("new-name").unwrap(), true)
+            .build_frame(mac, MacAddr([2, 0, 0, 0, 0, 9]), None)
+            .unwrap();
+        l2.on_frame(&set);
+        entered_rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("pn-l2 is in the commit");
+        // 1000 control messages from another thread: all sent without waiting.
+        let sent = std::thread::scope(|s| {
+            let h = s.spawn(|| {
+                for i in 0..1000u32 {
+                    l2.set_ar_active(i % 2 == 0);
+                    l2.reset(
+                        "dev",
+                        Ipv4Addr::UNSPECIFIED,
+                        Ipv4Addr::UNSPECIFIED,
+                        Ipv4Addr::UNSPECIFIED,
+                    );
+                }
+                true
+            });
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            while !h.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let done = h.is_finished();
+            // Let the worker go either way, so the scope can end.
+            let _ = release_tx.send(());
+            done && h.join().unwrap()
+        });
+        assert!(sent, "a control message waited for the busy worker");
+        assert_eq!(l2.counters.frames_queued.load(Ordering::Acquire), 0);
+        l2.stop();
     }
 }
