@@ -18,7 +18,9 @@
 //! Every frame the device sends on `dev_if` leaves through `sd`, reaches the bridge on `md`,
 //! is impaired and sent on `mc`, arrives on `sc` and is redirected into `ctl_if`'s ingress, so
 //! the controller (and any probe or capture on `ctl_if`) receives it as if from the wire; the
-//! other direction is symmetric. `sd`/`sc` carry the MAC of `dev_if`/`ctl_if`, so unicast
+//! other direction is symmetric. A capture on `ctl_if` therefore sees the frames *to* the
+//! controller but not the controller's own frames, which the egress redirect takes before the
+//! capture point: capture on `sc` (or on `dev_if`'s ingress) for those. `sd`/`sc` carry the MAC of `dev_if`/`ctl_if`, so unicast
 //! frames redirected into the ingress are still "for this host" (UDP/RPC works).
 //! [`Bridge`]'s drop removes the redirects (the direct link works again) and the middle
 //! namespace.
@@ -208,7 +210,10 @@ struct State {
     dirs: [DirState; 2],
     /// C_SDU length per cyclic FrameID (where the CycleCounter is).
     c_sdu: BTreeMap<u16, usize>,
+    /// At most [`LOG_MAX`] records; later frames are forwarded but not logged.
     log: Vec<Record>,
+    /// Frames received per direction (also those beyond the log's bound).
+    received: [u64; 2],
     /// Frames sent per direction and FrameID (RT frames only; duplicates count once).
     sent: BTreeMap<(Dir, u16), u64>,
     /// (time, direction, impairment) of every change, for reports.
@@ -308,6 +313,7 @@ impl Bridge {
                 dirs: [dir_state(1), dir_state(2)],
                 c_sdu: BTreeMap::new(),
                 log: Vec::with_capacity(1 << 16),
+                received: [0; 2],
                 sent: BTreeMap::new(),
                 changes: Vec::new(),
             }),
@@ -389,8 +395,7 @@ impl Bridge {
 
     /// Number of frames received in `dir` so far.
     pub fn received(&self, dir: Dir) -> u64 {
-        let st = self.shared.lock();
-        st.log.iter().filter(|r| r.dir == dir).count() as u64
+        self.shared.lock().received[dir.idx()]
     }
 
     /// RT frames with `frame_id` sent in `dir` so far (a duplicated frame counts once).
@@ -559,9 +564,16 @@ fn is_cyclic(frame_id: u16) -> bool {
 }
 
 /// A frame waiting for its deadline (the heap orders (deadline, receive order)).
+/// Records kept in the log at most (about 56 MB): a long run forwards on without logging.
+const LOG_MAX: usize = 1 << 20;
+/// Frames taken from the input per pass of the forwarding loop.
+const RECV_BATCH: usize = 64;
+
 struct Held {
     due: u64,
-    log_at: usize,
+    /// Index of its record in the log (`None` beyond [`LOG_MAX`]).
+    log_at: Option<usize>,
+    frame_id: Option<u16>,
     copies: u8,
     frame: Vec<u8>,
 }
@@ -590,17 +602,15 @@ fn pump(sh: &Shared, dir: Dir, input: &OwnedFd, output: &OwnedFd) {
                 ok &= raw::send(output, &h.frame);
             }
             let mut st = sh.lock();
-            let mut id = None;
-            if let Some(r) = st.log.get_mut(h.log_at) {
+            if let Some(r) = h.log_at.and_then(|i| st.log.get_mut(i)) {
                 r.tx_ns = t;
                 r.fate = match (ok, h.copies) {
                     (false, _) => Fate::SendFailed,
                     (true, 2) => Fate::Duplicated,
                     _ => Fate::Forwarded,
                 };
-                id = r.frame_id;
             }
-            if let (Some(id), true) = (id, ok) {
+            if let (Some(id), true) = (h.frame_id, ok) {
                 *st.sent.entry((dir, id)).or_insert(0) += 1;
             }
             debug_assert_eq!(h.due, due);
@@ -608,8 +618,12 @@ fn pump(sh: &Shared, dir: Dir, input: &OwnedFd, output: &OwnedFd) {
         // Wait for a frame or the next deadline (at most 20 ms: the stop flag).
         let next = heap.peek().map_or(now + 20_000_000, |Reverse((d, _))| *d);
         wait_readable(input, next.saturating_sub(raw::mono_ns()).min(20_000_000));
-        // Take everything that arrived.
-        while let Some(n) = recv_now(input, &mut buf) {
+        // Take what arrived, at most RECV_BATCH frames before the next release: a sender
+        // faster than this loop must not keep due frames from leaving.
+        for _ in 0..RECV_BATCH {
+            let Some(n) = recv_now(input, &mut buf) else {
+                break;
+            };
             let rx = raw::mono_ns();
             let f = &buf[..n];
             let rt = rt_frame_id(f);
@@ -639,7 +653,8 @@ fn pump(sh: &Shared, dir: Dir, input: &OwnedFd, output: &OwnedFd) {
                 } else {
                     0
                 };
-                let mut due = rx + imp.delay.as_nanos() as u64 + extra;
+                let delay = u64::try_from(imp.delay.as_nanos()).unwrap_or(u64::MAX);
+                let mut due = rx.saturating_add(delay).saturating_add(extra);
                 if !imp.reorder {
                     due = due.max(d.last_due);
                 }
@@ -650,8 +665,9 @@ fn pump(sh: &Shared, dir: Dir, input: &OwnedFd, output: &OwnedFd) {
             } else {
                 (false, rx, 1)
             };
-            let log_at = st.log.len();
-            st.log.push(Record {
+            st.received[dir.idx()] += 1;
+            let log_at = (st.log.len() < LOG_MAX).then_some(st.log.len());
+            let rec = Record {
                 dir,
                 seq,
                 rx_ns: rx,
@@ -661,7 +677,10 @@ fn pump(sh: &Shared, dir: Dir, input: &OwnedFd, output: &OwnedFd) {
                 frame_id: rt.map(|(_, id)| id),
                 cycle_counter: cc,
                 len: n,
-            });
+            };
+            if log_at.is_some() {
+                st.log.push(rec);
+            }
             drop(st);
             if !dropped {
                 heap.push(Reverse((due, seq)));
@@ -670,6 +689,7 @@ fn pump(sh: &Shared, dir: Dir, input: &OwnedFd, output: &OwnedFd) {
                     Held {
                         due,
                         log_at,
+                        frame_id: rt.map(|(_, id)| id),
                         copies,
                         frame: f.to_vec(),
                     },

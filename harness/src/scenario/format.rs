@@ -318,6 +318,9 @@ pub fn toml_to_json(v: &toml::Value) -> Json {
     }
 }
 
+/// Largest `delay_ms` of a `netem` step.
+pub const MAX_NETEM_DELAY_MS: u64 = 60_000;
+
 const ACTIONS: &[&str] = &[
     "call",
     "wait",
@@ -797,10 +800,14 @@ fn parse_step(cx: &Ctx, index: usize, t: &Table) -> Result<Step, FormatError> {
             };
             Action::Netem {
                 loss_pct: pct("loss_pct")?,
-                delay_ms: if on {
-                    cx.uint(t, "delay_ms")?.unwrap_or(0)
-                } else {
-                    0
+                delay_ms: match cx.uint(t, "delay_ms")?.unwrap_or(0) {
+                    // The bridge holds every frame for this long: beyond 60 s the link is
+                    // simply dead, which `link = "down"` says better.
+                    d if d > MAX_NETEM_DELAY_MS => {
+                        return Err(cx.err(format!("`delay_ms` must be 0..{MAX_NETEM_DELAY_MS}")))
+                    }
+                    d if on => d,
+                    _ => 0,
                 },
                 duplicate_pct: match pct("duplicate_pct")? {
                     d if d == 0.0 || d == 100.0 => d,
@@ -958,6 +965,8 @@ link = "down"
 
         let e = parse("title = \"t\"\n[[step]]\nnetem = true\nduplicate_pct = 50\n").unwrap_err();
         assert!(e.cause.contains("0 or 100"), "{e}");
+        let e = parse("title = \"t\"\n[[step]]\nnetem = true\ndelay_ms = 60001\n").unwrap_err();
+        assert!(e.to_string().contains("`delay_ms` must be 0..60000"), "{e}");
         let ok = parse("title = \"t\"\n[[step]]\nnetem = true\nduplicate_pct = 100\n").unwrap();
         assert!(matches!(
             ok.steps[0].action,
