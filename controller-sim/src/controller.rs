@@ -240,6 +240,11 @@ pub(crate) struct ArInner {
     pub cond: Condvar,
     pub io: Mutex<ArIo>,
     pub tx: Mutex<ArTx>,
+    /// The provider's frames sent and missed slots, published by the cyclic thread after
+    /// each send: `ArHandle::status` reads them without the `tx` lock, so a caller preempted
+    /// while reading statistics can never hold up the cyclic thread.
+    pub provider_sent: AtomicU64,
+    pub provider_missed: AtomicU64,
     pub faults: Mutex<Faults>,
     pub alarm: Mutex<Option<crate::alarms::AlarmState>>,
     pub module_diff: Mutex<Option<ModuleDiffBlock>>,
@@ -859,14 +864,17 @@ impl Shared {
     /// when the receive thread was merely preempted while the device's frames sat in the socket
     /// queue; here every frame that arrived has been consumed first.
     fn check_watchdogs(&self, now: Instant) {
-        let ars = self.ars.read().unwrap_or_else(|p| p.into_inner());
+        // A copy of the list: the work below (alarm lock, sends, events) must not keep the
+        // list's read lock, behind which a connect or release waiting to write would block
+        // every other reader.
+        let ars = self.ars.read().unwrap_or_else(|p| p.into_inner()).clone();
         for ar in ars.iter() {
             if ar.watchdog_expired(now) {
                 // Tell the device at once (ERR-RTA "consumer DHT expired"), as a controller
                 // aborting the AR does, instead of leaving it to its own watchdog. A blocking
-                // lock: this is the receive thread, not the cyclic one, and no holder of an
-                // alarm lock waits for `ars` (a `try_lock` here silently skipped the ERR-RTA
-                // whenever the alarm timer held the lock).
+                // lock (this is the receive thread, not the cyclic one; the other holders,
+                // `abort` and the connect's set-up, never wait for this thread), then the
+                // flush that sends the ERR-RTA now rather than at the next alarm poll.
                 {
                     let mut g = ar.alarm.lock().unwrap_or_else(|p| p.into_inner());
                     if let Some(st) = g.as_mut() {
@@ -1058,6 +1066,10 @@ impl ArInner {
             Ok(Some(n)) => Some(n),
             _ => None,
         };
+        let st = p.stats();
+        self.provider_sent.store(st.frames_sent, Ordering::Relaxed);
+        self.provider_missed
+            .store(st.missed_slots, Ordering::Relaxed);
         if let Some(n) = sent {
             if f.stop_outputs {
                 return;
@@ -1351,6 +1363,8 @@ impl Controller {
                 frame: vec![0u8; 1600],
                 faults: cfg.faults,
             }),
+            provider_sent: AtomicU64::new(0),
+            provider_missed: AtomicU64::new(0),
             outputs: Mutex::new(outputs),
             inputs: Mutex::new(Inputs::default()),
             phase: AtomicU8::new(phase::CONNECTING),
@@ -1685,10 +1699,10 @@ impl ArHandle {
     }
 
     pub fn status(&self) -> ArStatus {
-        let ps = {
-            let tx = self.ar.tx.lock().unwrap_or_else(|p| p.into_inner());
-            tx.provider.as_ref().map(|p| p.stats()).unwrap_or_default()
-        };
+        let (sent, missed) = (
+            self.ar.provider_sent.load(Ordering::Relaxed),
+            self.ar.provider_missed.load(Ordering::Relaxed),
+        );
         let cs = {
             let io = self.ar.io.lock().unwrap_or_else(|p| p.into_inner());
             let c = io.consumer.as_ref().map(|c| c.stats()).unwrap_or_default();
@@ -1711,8 +1725,8 @@ impl ArHandle {
             cycle_us: self.ar.timing.cycle_ns() / 1000,
             input_frame_id: i,
             output_frame_id: o,
-            frames_sent: ps.frames_sent,
-            missed_send_slots: ps.missed_slots,
+            frames_sent: sent,
+            missed_send_slots: missed,
             frames_received: cs.received,
             frames_new_data: cs.new_data,
             frames_invalid: cs.invalid,
