@@ -1130,15 +1130,16 @@ impl Runtime {
         // appears or goes shows within the time a link change does). On a miss the lookup
         // runs without the state lock, so concurrent status requests (and the event task)
         // never queue behind file I/O.
+        // The document names the NIC that was checked (a reload between the two locks must
+        // not pair one NIC's name with another's presence).
         let mut sh = self.lock();
-        let mut nic = self.active_nic(&sh);
+        let nic = self.active_nic(&sh);
         let port_present = match self.port_presence.cached(&nic) {
             Some(p) => p,
             None => {
                 drop(sh);
                 let p = self.port_presence.refresh(&nic);
                 sh = self.lock();
-                nic = self.active_nic(&sh);
                 p
             }
         };
