@@ -178,7 +178,9 @@ fn corrupted_frames_are_counted_invalid_and_trip() {
     rig.wait("device watchdog trip", Duration::from_secs(3), || {
         rig.counter("watchdogTrips") == 1
     });
-    assert!(rig.counter("invalidFrames") > inv + 10, "{}", rig.diag());
+    // Two cut frames per cycle for the 24 cycles of the data-hold time: each one counts,
+    // also those the cyclic socket's kernel filter drops (they reach pn-rx).
+    assert!(rig.counter("invalidFrames") >= inv + 24, "{}", rig.diag());
     rig.wait("device state Aborted", Duration::from_secs(2), || {
         device_lost(&rig)
     });

@@ -21,7 +21,10 @@
 //!   frames (0xFC01 / 0xFE01) to the connection manager, DCP and LLDP to the stack-l2
 //!   handlers (rate-limited there, [`l2::Admission`]); cyclic frames (0x8000..=0xFBFF) of no
 //!   AR are counted and dropped without taking the consumer lock, those of the running AR are
-//!   left to `pn-rx-cyclic` once its filter is installed and consumed here until then.
+//!   left to `pn-rx-cyclic` once its filter is installed and consumed here until then. The
+//!   AR's frames that filter drops (cut, over-long, wrong source, DataValid off) are still
+//!   consumed here ([`socket::CyclicMatch::verdict`] tells them apart), so they are counted in
+//!   `invalidFrames` and their DataStatus is seen, as without the cyclic socket.
 //! * `pn-cyclic`: the real-time provider thread ([`cyclic`]).
 //! * `pn-cm`: the connection manager ([`cm`]): a std thread owning the UDP socket on port
 //!   34964, the AR state, the alarm transports and the records. A plain thread instead of a
@@ -120,6 +123,32 @@ impl RxSocketTotals {
 pub struct CyclicRx {
     sock: socket::PnSocket,
     pub gen: AtomicU64,
+    /// The rule of the installed filter with the generation it was built for: `pn-rx`
+    /// consumes the AR's frames the filter drops (see [`socket::CyclicMatch::verdict`]).
+    rule: Mutex<(u64, Option<socket::CyclicMatch>)>,
+}
+
+impl CyclicRx {
+    /// What the cyclic socket does with this frame of the AR now: `None` while its filter is
+    /// not built for the current consumer generation `gen` (then `pn-rx` consumes the frame),
+    /// else the filter's verdict.
+    fn verdict(
+        &self,
+        gen: u64,
+        cache: &mut (u64, Option<socket::CyclicMatch>),
+        frame: &[u8],
+    ) -> Option<socket::CyclicVerdict> {
+        if self.gen.load(Ordering::Acquire) != gen {
+            return None;
+        }
+        if cache.0 != gen {
+            *cache = *self.rule.lock().unwrap_or_else(|p| p.into_inner());
+        }
+        match cache.1 {
+            Some(m) if cache.0 == gen => Some(m.verdict(frame)),
+            _ => None,
+        }
+    }
 }
 
 /// [`CyclicRx::gen`] when the cyclic socket carries no AR's frames.
@@ -235,6 +264,7 @@ fn rx_loop(
     cyclic_rx: Option<Arc<CyclicRx>>,
 ) {
     let mut buf = vec![0u8; 1600];
+    let mut rule_cache = (NOT_DEDICATED, None);
     // Without the cyclic socket this thread feeds the data-hold watchdog: then it must not
     // starve behind ordinary threads and runs SCHED_FIFO (below the provider) where permitted.
     // With it, this thread runs at normal priority: a flood it reads competes fairly.
@@ -275,11 +305,21 @@ fn rx_loop(
                     counters.dropped_frames.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
-                // The cyclic socket carries this AR's frames (its filter is current).
-                if cyclic_rx.as_ref().is_some_and(|c| {
-                    c.gen.load(Ordering::Acquire) == cyc.consumer_gen.load(Ordering::Acquire)
-                }) {
-                    continue;
+                // The cyclic socket carries this AR's frames its filter accepts (when the
+                // filter is current); the ones it drops are consumed here, so they count.
+                let gen = cyc.consumer_gen.load(Ordering::Acquire);
+                match cyclic_rx
+                    .as_ref()
+                    .and_then(|c| c.verdict(gen, &mut rule_cache, frame))
+                {
+                    Some(socket::CyclicVerdict::Accepted) => continue,
+                    // Cut, over-long or forged: invalid without the consumer lock, which
+                    // pn-rx-cyclic needs (a malformed-RT flood must not contend for it).
+                    Some(socket::CyclicVerdict::Malformed) => {
+                        counters.invalid_frames.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    _ => {}
                 }
                 consume(&cyc, &image, &counters, eth.src.0, payload);
             }
@@ -324,18 +364,23 @@ fn consume(
 }
 
 /// The filter program for the consumer job installed now, with its generation.
-fn cyclic_program(cyc: &cyclic::CyclicShared) -> (u64, Option<Vec<libc::sock_filter>>) {
+fn cyclic_program(
+    cyc: &cyclic::CyclicShared,
+) -> (
+    u64,
+    Option<socket::CyclicMatch>,
+    Option<Vec<libc::sock_filter>>,
+) {
     let g = cyc.consumer.lock().unwrap_or_else(|p| p.into_inner());
     // Read under the lock: set_consumer bumps the generation while holding it.
     let gen = cyc.consumer_gen.load(Ordering::Acquire);
-    let prog = g.as_ref().and_then(|j| {
-        socket::cyclic_filter(&socket::CyclicMatch {
-            frame_id: j.frame_id,
-            src: j.src,
-            c_sdu_len: j.c_sdu_len,
-        })
+    let rule = g.as_ref().map(|j| socket::CyclicMatch {
+        frame_id: j.frame_id,
+        src: j.src,
+        c_sdu_len: j.c_sdu_len,
     });
-    (gen, prog)
+    let prog = rule.as_ref().and_then(socket::cyclic_filter);
+    (gen, rule, prog)
 }
 
 /// `pn-rx-cyclic` (see the module documentation). Per frame: one receive, the consumer (no
@@ -356,7 +401,8 @@ fn cyclic_rx_loop(
         if now_gen != built_for {
             // Hand the frames to pn-rx while the filter changes.
             rx.gen.store(NOT_DEDICATED, Ordering::Release);
-            let (gen, prog) = cyclic_program(&cyc);
+            let (gen, rule, prog) = cyclic_program(&cyc);
+            *rx.rule.lock().unwrap_or_else(|p| p.into_inner()) = (gen, rule);
             let ok = match &prog {
                 Some(p) => rx.sock.set_filter(p).is_ok(),
                 None => {
@@ -516,6 +562,7 @@ impl DataPlane for ProfinetPlane {
             Ok(sock) => Some(Arc::new(CyclicRx {
                 sock,
                 gen: AtomicU64::new(NOT_DEDICATED),
+                rule: Mutex::new((NOT_DEDICATED, None)),
             })),
             Err(e) => {
                 tracing::warn!(

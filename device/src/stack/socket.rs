@@ -147,6 +147,60 @@ pub struct CyclicMatch {
     pub c_sdu_len: usize,
 }
 
+/// How [`cyclic_filter`]'s program for a [`CyclicMatch`] decides on a frame, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CyclicVerdict {
+    /// Passed to the cyclic socket.
+    Accepted,
+    /// Dropped: not this CR's frame (other EtherType or FrameID).
+    NotThisCr,
+    /// Dropped: this CR's FrameID, but from another source or of a length that cannot
+    /// carry this CR's frame (what `cyclic::consume_frame` counts as invalid).
+    Malformed,
+    /// Dropped: a well-formed frame of this CR with DataValid off or TransferStatus set.
+    Status,
+}
+
+impl CyclicMatch {
+    /// What [`cyclic_filter`]'s program for this rule does with `frame`, evaluated in user
+    /// space (the kernel runs the program itself). `pn-rx` sees every RT frame on the main
+    /// socket and uses this to leave exactly the accepted frames to the cyclic socket: the
+    /// AR's frames the filter drops are still counted (`invalidFrames`) or consumed there,
+    /// as without the cyclic socket. A unit test runs both on the same frames.
+    pub fn verdict(&self, frame: &[u8]) -> CyclicVerdict {
+        use CyclicVerdict::*;
+        let be16 = |i: usize| {
+            frame
+                .get(i..i + 2)
+                .map(|b| u16::from_be_bytes([b[0], b[1]]))
+        };
+        let fid_at = match be16(12) {
+            Some(0x8100) if be16(16) == Some(0x8892) => 18,
+            Some(0x8892) => 14,
+            _ => return NotThisCr,
+        };
+        if self.c_sdu_len > 1500 || be16(fid_at) != Some(self.frame_id) {
+            return NotThisCr;
+        }
+        let status = fid_at + 2 + self.c_sdu_len;
+        let longest = fid_at + (self.c_sdu_len + 6).max(46);
+        if frame.len() > longest
+            || frame.len() < status + 4
+            || frame.get(6..12) != Some(&self.src[..])
+        {
+            return Malformed;
+        }
+        let valid = frame
+            .get(status + 2)
+            .is_some_and(|&b| u32::from(b) & DATA_VALID != 0);
+        if valid && frame.get(status + 3) == Some(&0) {
+            Accepted
+        } else {
+            Status
+        }
+    }
+}
+
 /// The classic BPF program of the cyclic socket for `m` (see the module documentation). Per
 /// tag layout (untagged: FrameID at 14; 802.1Q: at 18):
 /// ```text
@@ -715,5 +769,70 @@ mod tests {
             ..m
         })
         .is_none());
+    }
+
+    /// `CyclicMatch::verdict` is the cyclic program's rule: both decide alike on valid frames
+    /// and on frames mutated where the program looks (length, EtherType, tag, FrameID,
+    /// source, status bytes) and elsewhere, tagged and untagged, for short and long C_SDUs.
+    #[test]
+    fn cyclic_rule_in_user_space_matches_the_program() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let (mut accepted, mut dropped) = (0, 0);
+        for c_sdu_len in [1usize, 10, 40, 41, 42, 200, 1440] {
+            let m = CyclicMatch {
+                frame_id: 0x8001,
+                src: CTL,
+                c_sdu_len,
+            };
+            let prog = cyclic_filter(&m).unwrap();
+            for tagged in [false, true] {
+                let base = cyclic(tagged, CTL, 0x8001, c_sdu_len, 0x35, 0);
+                for _ in 0..3000 {
+                    let mut f = base.clone();
+                    let r = next();
+                    match r % 6 {
+                        0 => {}
+                        1 => f.truncate((r >> 8) as usize % (f.len() + 1)),
+                        2 => f.extend(std::iter::repeat_n(0u8, (r >> 8) as usize % 64)),
+                        _ => {
+                            // Flip one bit in 1..=3 places, biased to the inspected bytes.
+                            let hot = [6, 7, 11, 12, 13, 14, 15, 16, 17, 18, 19];
+                            for i in 0..=((r >> 4) % 3) {
+                                let x = next();
+                                let at = if x % 2 == 0 {
+                                    hot[(x >> 8) as usize % hot.len()]
+                                } else if x % 3 == 0 {
+                                    f.len().saturating_sub(1 + (x >> 8) as usize % 4)
+                                } else {
+                                    (x >> 8) as usize % f.len()
+                                };
+                                if let Some(b) = f.get_mut(at) {
+                                    *b ^= 1 << (((x >> 20) % 8 + i) % 8);
+                                }
+                            }
+                        }
+                    }
+                    let by_program = run(&prog, &f) != 0;
+                    assert_eq!(
+                        m.verdict(&f) == CyclicVerdict::Accepted,
+                        by_program,
+                        "c_sdu {c_sdu_len} tagged {tagged} frame {f:02x?}"
+                    );
+                    if by_program {
+                        accepted += 1;
+                    } else {
+                        dropped += 1;
+                    }
+                }
+            }
+        }
+        // Both outcomes were exercised often.
+        assert!(accepted > 5000 && dropped > 5000, "{accepted} {dropped}");
     }
 }
