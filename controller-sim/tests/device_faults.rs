@@ -46,6 +46,11 @@ fn stop_outputs_trips_device_watchdog() {
     let Some((rig, _ctl, h)) = up("pnf1", Faults::default()) else {
         return;
     };
+    rig.wait(
+        "cyclic frames at the device",
+        Duration::from_secs(2),
+        || rig.counter("stackFramesRx") >= 5,
+    );
     let trips = rig.counter("watchdogTrips");
     h.set_faults(Faults {
         stop_outputs: true,
@@ -58,6 +63,12 @@ fn stop_outputs_trips_device_watchdog() {
         device_lost(&rig)
     });
     assert_eq!(rig.status()["everConnected"], true);
+    // Every cyclic frame of the AR, from the first, went through the cyclic socket: its
+    // filter was in place before the Connect response (pn-rx sees them all on the general
+    // socket and counts them in stackFramesRx). No frame comes any more, so both are final.
+    let d = rig.diag();
+    assert!(d["stackFramesRx"].as_i64().unwrap_or(0) > 0, "{d}");
+    assert_eq!(d["rxSockets"]["cyclicFrames"], d["stackFramesRx"], "{d}");
     assert!(
         rig.diag()["message"]
             .as_str()

@@ -65,6 +65,8 @@ pub struct CmContext {
     pub counters: Arc<SharedCounters>,
     pub flags: Arc<PlaneFlags>,
     pub stop: Arc<AtomicBool>,
+    /// The cyclic receive socket, whose filter follows the consumer job.
+    pub cyclic_rx: Option<Arc<super::CyclicRx>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -470,6 +472,9 @@ impl Cm {
         let c = &self.ctx.cyclic;
         c.set_job(None);
         c.set_consumer(None, &self.ctx.image);
+        if let Some(rx) = &self.ctx.cyclic_rx {
+            rx.refresh(c);
+        }
         c.tripped.store(false, Ordering::Release);
         if let Some(code) = rta {
             if self.link_up {
@@ -892,6 +897,9 @@ impl Cm {
                 let cyc = &self.ctx.cyclic;
                 cyc.tripped.store(false, Ordering::Release);
                 cyc.set_consumer(Some(plan.consumer.clone()), &self.ctx.image);
+                if let Some(rx) = &self.ctx.cyclic_rx {
+                    rx.refresh(cyc);
+                }
                 cyc.set_job(Some(Arc::new(plan.provider.clone())));
                 self.ctx.image.set_device_status(IOXS_GOOD, IOXS_GOOD);
                 let k = &self.ctx.counters;

@@ -129,6 +129,36 @@ pub struct CyclicRx {
 }
 
 impl CyclicRx {
+    /// Install the filter for the consumer job installed now, unless it is installed
+    /// already. The CM calls this right after it changes the consumer (so the filter is in
+    /// place before the Connect response lets the controller send, and no frame of the AR
+    /// is queued on the main socket only); `pn-rx-cyclic` calls it at every wake-up.
+    /// Lock order: `rule`, then the consumer lock (in [`cyclic_program`]).
+    pub fn refresh(&self, cyc: &cyclic::CyclicShared) {
+        // Fast path of every received frame: the filter is current.
+        if self.gen.load(Ordering::Acquire) == cyc.consumer_gen.load(Ordering::Acquire) {
+            return;
+        }
+        let mut rule = self.rule.lock().unwrap_or_else(|p| p.into_inner());
+        if rule.0 == cyc.consumer_gen.load(Ordering::Acquire) {
+            return;
+        }
+        // Hand the frames to pn-rx while the filter changes.
+        self.gen.store(NOT_DEDICATED, Ordering::Release);
+        let (gen, m, prog) = cyclic_program(cyc);
+        *rule = (gen, m);
+        let ok = match &prog {
+            Some(p) => self.sock.set_filter(p).is_ok(),
+            None => {
+                let _ = self.sock.set_filter(&socket::REJECT_ALL);
+                false
+            }
+        };
+        if ok {
+            self.gen.store(gen, Ordering::Release);
+        }
+    }
+
     /// What the cyclic socket does with this frame of the AR now: `None` while its filter is
     /// not built for the current consumer generation `gen` (then `pn-rx` consumes the frame),
     /// else the filter's verdict.
@@ -384,8 +414,9 @@ fn cyclic_program(
 }
 
 /// `pn-rx-cyclic` (see the module documentation). Per frame: one receive, the consumer (no
-/// allocation). On a consumer change (seen at the next wake-up, at most 50 ms later; `pn-rx`
-/// consumes the frames meanwhile) the kernel filter is replaced.
+/// allocation). The CM replaces the kernel filter when it changes the consumer
+/// ([`CyclicRx::refresh`]); this thread does too at its next wake-up (at most 50 ms later)
+/// should that have failed (`pn-rx` consumes the frames meanwhile).
 fn cyclic_rx_loop(
     rx: Arc<CyclicRx>,
     stop: Arc<AtomicBool>,
@@ -395,26 +426,9 @@ fn cyclic_rx_loop(
 ) {
     let mut buf = vec![0u8; 1600];
     cyclic::try_sched_fifo_prio(50);
-    let mut built_for = u64::MAX;
     while !stop.load(Ordering::Acquire) {
-        let now_gen = cyc.consumer_gen.load(Ordering::Acquire);
-        if now_gen != built_for {
-            // Hand the frames to pn-rx while the filter changes.
-            rx.gen.store(NOT_DEDICATED, Ordering::Release);
-            let (gen, rule, prog) = cyclic_program(&cyc);
-            *rx.rule.lock().unwrap_or_else(|p| p.into_inner()) = (gen, rule);
-            let ok = match &prog {
-                Some(p) => rx.sock.set_filter(p).is_ok(),
-                None => {
-                    let _ = rx.sock.set_filter(&socket::REJECT_ALL);
-                    false
-                }
-            };
-            built_for = gen;
-            if ok {
-                rx.gen.store(gen, Ordering::Release);
-            }
-        }
+        // The CM installs the filter when it changes the consumer; this is the fallback.
+        rx.refresh(&cyc);
         let Ok(Some(n)) = rx.sock.recv(&mut buf, Some(Duration::from_millis(50))) else {
             continue;
         };
@@ -534,30 +548,9 @@ impl DataPlane for ProfinetPlane {
             .map_err(thread_err)?
         };
 
-        let cm_ctx = cm::CmContext {
-            cfg: cfg.clone(),
-            image: image.clone(),
-            events,
-            link: link.clone(),
-            cyclic: cyc.clone(),
-            counters: self.counters.clone(),
-            flags: self.flags.clone(),
-            stop: stop.clone(),
-        };
-        let cm_thread = cm::spawn(cm_ctx, ctl_rx).map_err(thread_err)?;
-        threads.push(cm_thread);
-
-        let cyc_thread = cyclic::spawn(
-            cyc.clone(),
-            image.clone(),
-            link.clone(),
-            self.counters.clone(),
-        )
-        .map_err(thread_err)?;
-        threads.push(cyc_thread.handle);
-
-        // The cyclic receive socket: opened passing nothing; its thread installs the AR's
-        // filter. Without it (cannot be opened) pn-rx consumes every cyclic frame as before.
+        // The cyclic receive socket: opened passing nothing; the CM (and the socket's thread)
+        // install the AR's filter. Without it (cannot be opened) pn-rx consumes every cyclic
+        // frame as before.
         let cyclic_rx = match socket::PnSocket::open_with_filter(&cfg.nic, &socket::REJECT_ALL) {
             Ok(sock) => Some(Arc::new(CyclicRx {
                 sock,
@@ -571,6 +564,29 @@ impl DataPlane for ProfinetPlane {
                 None
             }
         };
+        let cm_ctx = cm::CmContext {
+            cfg: cfg.clone(),
+            image: image.clone(),
+            events,
+            link: link.clone(),
+            cyclic: cyc.clone(),
+            counters: self.counters.clone(),
+            flags: self.flags.clone(),
+            stop: stop.clone(),
+            cyclic_rx: cyclic_rx.clone(),
+        };
+        let cm_thread = cm::spawn(cm_ctx, ctl_rx).map_err(thread_err)?;
+        threads.push(cm_thread);
+
+        let cyc_thread = cyclic::spawn(
+            cyc.clone(),
+            image.clone(),
+            link.clone(),
+            self.counters.clone(),
+        )
+        .map_err(thread_err)?;
+        threads.push(cyc_thread.handle);
+
         if let Some(rx) = &cyclic_rx {
             let (rx, stop, cyc, image, counters) = (
                 rx.clone(),
