@@ -27,6 +27,7 @@ use crate::wire::pnio::diagnosis::{
 };
 use crate::wire::pnio::ident::IdentificationDataRepr;
 use crate::wire::pnio::im::{emit_filter_record, parse_filter_record, ImRecord};
+use crate::wire::pnio::pdev::{PdInterfaceDataReal, PdPortDataReal};
 use crate::wire::pnio::record::RecordPdu;
 use crate::wire::rpc::{opnum, Drep, PacketType, PnioRequest, PnioResponse, RpcPacket};
 use crate::wire::rt::{self, CyclicFrame, FrameId};
@@ -58,6 +59,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("rpc_reassembly", rpc_reassembly),
     ("cyclic_consumer", cyclic_consumer),
     ("rta_machine", rta_machine),
+    ("pdev", pdev),
 ];
 
 /// Dispatch on the first byte to one of [`TARGETS`]; the rest of the input is its data.
@@ -429,6 +431,22 @@ pub fn ident(data: &[u8]) {
     let b = IdentificationDataRepr::parse(&bytes)
         .unwrap_or_else(|e| panic!("ident: re-parse failed: {e:?}"));
     same!(a, b, "ident");
+}
+
+/// PDPortDataReal or PDInterfaceDataReal block (records 0x802A / 0x8080).
+pub fn pdev(data: &[u8]) {
+    if let Ok(a) = PdPortDataReal::parse(data) {
+        let bytes = emitted(a.to_bytes(), "pdev port");
+        let b = PdPortDataReal::parse(&bytes)
+            .unwrap_or_else(|e| panic!("pdev port: re-parse failed: {e:?}"));
+        same!(a, b, "pdev port");
+    }
+    if let Ok(a) = PdInterfaceDataReal::parse(data) {
+        let bytes = emitted(a.to_bytes(), "pdev interface");
+        let b = PdInterfaceDataReal::parse(&bytes)
+            .unwrap_or_else(|e| panic!("pdev interface: re-parse failed: {e:?}"));
+        same!(a, b, "pdev interface");
+    }
 }
 
 /// AlarmNotification / AlarmAck block (the VarPart of a DATA-RTA-PDU).

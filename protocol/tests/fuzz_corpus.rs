@@ -334,6 +334,35 @@ fn own_seeds() -> Vec<(&'static str, Vec<u8>)> {
         }],
     };
     v.push(("ident", ident.to_bytes().unwrap()));
+    {
+        use pn_protocol::wire::pnio::pdev::{PdInterfaceDataReal, PdPortDataReal, Peer};
+        let port = PdPortDataReal {
+            slot: 0,
+            subslot: 0x8001,
+            own_port_id: "port-001".into(),
+            peers: vec![Peer {
+                port_id: "port-002".into(),
+                chassis_id: "plc".into(),
+                line_delay: 0,
+                mac: [2, 0, 0, 0, 0, 1],
+            }],
+            mau_type: 0x10,
+            domain_boundary: 0,
+            multicast_boundary: 0,
+            link_port: 0,
+            link: 1,
+            media_type: 1,
+        };
+        v.push(("pdev", port.to_bytes().unwrap()));
+        let itf = PdInterfaceDataReal {
+            chassis_id: "dev".into(),
+            mac: [2, 0, 0, 0, 0, 2],
+            ip: [192, 168, 0, 2],
+            netmask: [255, 255, 255, 0],
+            gateway: [0; 4],
+        };
+        v.push(("pdev", itf.to_bytes().unwrap()));
+    }
     let rec = |i: u16, data: Vec<u8>| WriteRecord {
         header: WriteReqHeaderRepr {
             seq_number: i,
@@ -436,6 +465,10 @@ fn own_encoder_outputs_parse_in_their_fuzz_targets() {
                     == Ok(2)
             }
             "ident" => IdentificationDataRepr::parse(data).is_ok(),
+            "pdev" => {
+                use pn_protocol::wire::pnio::pdev::{PdInterfaceDataReal, PdPortDataReal};
+                PdPortDataReal::parse(data).is_ok() || PdInterfaceDataReal::parse(data).is_ok()
+            }
             "record" => RecordPdu::parse(data).is_ok(),
             "pnio_request" => PnioRequest::parse(&data[1..], Drep::LITTLE_ENDIAN).is_ok(),
             "rpc_packet" => RpcPacket::parse(data).is_ok(),

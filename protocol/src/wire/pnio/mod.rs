@@ -19,6 +19,7 @@ pub mod alarm;
 pub mod diagnosis;
 pub mod ident;
 pub mod im;
+pub mod pdev;
 pub mod record;
 
 pub use block::{BlockHeader, BlockView};
