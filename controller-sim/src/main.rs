@@ -126,9 +126,10 @@ enum Cmd {
     ReadRecord {
         #[command(flatten)]
         dev: DeviceDesc,
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, value_parser = parse_u16)]
         slot: u16,
-        #[arg(long, default_value_t = 1)]
+        /// Subslot (decimal or 0x hex), e.g. 0x8001 for the first port.
+        #[arg(long, default_value_t = 1, value_parser = parse_u16)]
         subslot: u16,
         /// Record index (decimal or 0x hex), e.g. 0xAFF0 for I&M0.
         #[arg(long, value_parser = parse_u16)]
@@ -140,9 +141,10 @@ enum Cmd {
     WriteRecord {
         #[command(flatten)]
         dev: DeviceDesc,
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, value_parser = parse_u16)]
         slot: u16,
-        #[arg(long, default_value_t = 1)]
+        /// Subslot (decimal or 0x hex), e.g. 0x8001 for the first port.
+        #[arg(long, default_value_t = 1, value_parser = parse_u16)]
         subslot: u16,
         #[arg(long, value_parser = parse_u16)]
         index: u16,

@@ -223,22 +223,23 @@ fn connect_and_run_and_records_against_pn_device() {
     );
     let v = json_lines(&o);
     assert_eq!(v[0][0]["nameOfStation"], common::device::STATION, "{v:?}");
-    let o = cli(
-        &rig.ctl_ns,
-        &[
+    // Implicit reads by station name (DCP finds the device): I&M0, then the PDev reads of
+    // docs/real-plc.md section 8 (subslot in hex).
+    let read = |extra: &[&str]| {
+        let mut args = vec![
             "-i",
             i.as_str(),
             "--json",
             "read-record",
             "--station",
             common::device::STATION,
-            "--index",
-            "0xAFF0",
-        ],
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v = json_lines(&o);
-    let raw = hex::decode(v[0]["dataHex"].as_str().unwrap()).unwrap();
+        ];
+        args.extend_from_slice(extra);
+        let o = cli(&rig.ctl_ns, &args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        hex::decode(json_lines(&o)[0]["dataHex"].as_str().unwrap()).unwrap()
+    };
+    let raw = read(&["--index", "0xAFF0"]);
     assert!(matches!(
         pn_protocol::wire::pnio::im::ImRecord::parse(&raw),
         Ok(pn_protocol::wire::pnio::im::ImRecord::Im0(_))
@@ -248,5 +249,25 @@ fn connect_and_run_and_records_against_pn_device() {
             .as_str()
             .map(|s| s.trim_end().to_string()),
         Some("cli tag".into())
+    );
+    use pn_protocol::wire::pnio::pdev::PdPortDataReal;
+    let port = PdPortDataReal::parse(&read(&[
+        "--slot",
+        "0",
+        "--subslot",
+        "0x8001",
+        "--index",
+        "0x802A",
+    ]))
+    .unwrap();
+    assert_eq!(
+        (port.subslot, port.own_port_id.as_str()),
+        (0x8001, "port-001")
+    );
+    let all = read(&["--index", "0xF841"]);
+    assert_eq!(
+        pn_protocol::wire::pnio::block::blocks(&all).count(),
+        2,
+        "interface and port"
     );
 }

@@ -529,3 +529,94 @@ fn module_diff_for_wrong_module() {
         Err(e) => panic!("{e}\n{}", rig.log()),
     }
 }
+
+/// The PDev real-data records over the wire: the port's link, MAU type and LLDP neighbour
+/// (an LLDP frame as a PROFINET controller sends it), the interface's name, MAC and IP, by an
+/// explicit read in the AR and an implicit read of PDRealData.
+#[test]
+fn pdev_records_report_link_neighbour_and_interface() {
+    use pn_controller::netif::{InterfaceInfo, RawSocket};
+    use pn_protocol::wire::dcp::NameOfStation;
+    use pn_protocol::wire::lldp::DeviceLldpConfig;
+    use pn_protocol::wire::pnio::pdev::{self, PdInterfaceDataReal, PdPortDataReal};
+    let Some((rig, ctl, h)) = up("pnfp", Faults::default()) else {
+        return;
+    };
+    let ifname = rig.veth.a.clone();
+    let (info, sock) = rig
+        .ctl_ns
+        .enter(move || {
+            let info = InterfaceInfo::lookup(&ifname).expect("interface");
+            let sock = RawSocket::open(&info).expect("raw socket");
+            (info, sock)
+        })
+        .unwrap();
+    let lldp = DeviceLldpConfig::new(
+        Some(NameOfStation::new("plc-x").unwrap()),
+        info.mac,
+        common::device::CTL_IP,
+    );
+    sock.send(&lldp.build().build_frame(info.mac).unwrap())
+        .unwrap();
+    rig.wait(
+        "LLDP neighbour at the device",
+        Duration::from_secs(3),
+        || rig.diag()["l2"]["lldpNeighbour"]["stationName"] == "plc-x",
+    );
+
+    let raw = h.read_record(0, 0x8001, 0x802A, 1024).unwrap();
+    let port = PdPortDataReal::parse(&raw).unwrap();
+    assert_eq!((port.slot, port.subslot), (0, 0x8001));
+    assert_eq!(port.own_port_id, "port-001");
+    assert_eq!(port.link, pdev::link::UP);
+    assert_eq!(
+        u64::from(port.mau_type),
+        rig.diag()["l2"]["mauType"].as_u64().unwrap()
+    );
+    assert_eq!(port.peers.len(), 1, "{port:?}");
+    assert_eq!(port.peers[0].port_id, "port-001");
+    assert_eq!(port.peers[0].chassis_id, "plc-x");
+    assert_eq!(port.peers[0].mac, info.mac.0);
+
+    let raw = h.read_record(0, 0x8000, 0x8080, 1024).unwrap();
+    let itf = PdInterfaceDataReal::parse(&raw).unwrap();
+    assert_eq!(itf.chassis_id, common::device::STATION);
+    assert_eq!(itf.ip, DEV_IP.octets());
+    assert_eq!(itf.netmask, [255, 255, 255, 0]);
+    let dev_if = rig.veth.b.clone();
+    let dev_mac = rig
+        .dev_ns
+        .enter(move || InterfaceInfo::lookup(&dev_if).expect("interface").mac)
+        .unwrap();
+    assert_eq!(itf.mac, dev_mac.0);
+
+    // Port data of the interface submodule: the device refuses it (invalid index).
+    match h.read_record(0, 0x8000, 0x802A, 1024) {
+        Err(Error::Rejected { status, .. }) => {
+            assert_eq!(
+                (status.error_code, status.error_code1),
+                (0xDE, 0xB0),
+                "{status}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // PDRealData without an AR: the interface and the port, each in a MultipleBlockHeader.
+    let raw = ctl
+        .read_implicit(DEV_IP, 0x0493, 0x0001, 0, 0, 0xF841, 4096)
+        .unwrap();
+    let blocks: Vec<_> = pn_protocol::wire::pnio::block::blocks(&raw)
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(blocks.len(), 2);
+    assert!(blocks.iter().all(|b| b.block_type() == 0x0400));
+    assert_eq!(
+        PdInterfaceDataReal::parse(&blocks[0].body()[10..]).unwrap(),
+        itf
+    );
+    assert_eq!(
+        PdPortDataReal::parse(&blocks[1].body()[10..]).unwrap(),
+        port
+    );
+}

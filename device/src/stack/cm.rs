@@ -67,6 +67,9 @@ pub struct CmContext {
     pub stop: Arc<AtomicBool>,
     /// The cyclic receive socket, whose filter follows the consumer job.
     pub cyclic_rx: Option<Arc<super::CyclicRx>>,
+    /// The L2 services: station name, IP suite, MAU type and LLDP neighbour for the PDev
+    /// real-data records.
+    pub l2: Option<Arc<super::l2::L2Services>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,6 +179,16 @@ fn random_uuid() -> Uuid {
     b[6] = (b[6] & 0x0F) | 0x40;
     b[8] = (b[8] & 0x3F) | 0x80;
     Uuid::from_bytes(b)
+}
+
+/// "aa:bb:cc:dd:ee:ff" (as `LldpNeighbour::src_mac` holds it).
+fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut out = [0u8; 6];
+    let mut parts = s.split(':');
+    for b in &mut out {
+        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
+    }
+    parts.next().is_none().then_some(out)
 }
 
 fn mac_str(m: &[u8; 6]) -> String {
@@ -1027,6 +1040,9 @@ impl Cm {
         ) {
             a.index |= 1; // expected = real for a device without substitution
         }
+        if super::records::is_pdev_real(a.index) {
+            self.records.pdev = self.pdev_live();
+        }
         let (status, data) = match self.records.read(&a) {
             Ok(d) => (PnioStatus::OK, d),
             Err(st) => (st, Vec::new()),
@@ -1035,6 +1051,29 @@ impl Cm {
         match resp {
             Ok(b) => (status, b),
             Err(_) => (status_err(PnioStatus::CODE_READ, 0x80, 0xA0), Vec::new()),
+        }
+    }
+
+    /// The interface and port now, for the PDev real-data records.
+    fn pdev_live(&self) -> super::records::PdevLive {
+        let st = self.ctx.l2.as_ref().map(|l| l.status()).unwrap_or_default();
+        let peer = st.lldp_neighbour.as_ref().map(|n| {
+            // A PROFINET neighbour's Port ID "port-001.plc" gives port and station name; any
+            // other neighbour (a switch) is reported with its raw Port ID and Chassis ID.
+            let (port, chassis) = if n.station_name.is_empty() {
+                (n.port_id.clone(), n.chassis_id.clone())
+            } else {
+                (n.port_name.clone(), n.station_name.clone())
+            };
+            (port, chassis, parse_mac(&n.src_mac).unwrap_or_default())
+        });
+        super::records::PdevLive {
+            station_name: st.station_name,
+            mac: self.ctx.link.mac(),
+            ip_suite: st.ip_suite,
+            link_up: self.link_up,
+            mau_type: st.mau_type,
+            peer,
         }
     }
 
@@ -1107,6 +1146,21 @@ impl Cm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mac_text_parses_back() {
+        let m = [0x02, 0xab, 0, 0x10, 0xff, 0x01];
+        assert_eq!(parse_mac(&mac_str(&m)), Some(m));
+        for bad in [
+            "",
+            "02:ab:00:10:ff",
+            "02:ab:00:10:ff:01:02",
+            "02:ab:00:10:ff:zz",
+            "0x:ab:00:10:ff:01",
+        ] {
+            assert_eq!(parse_mac(bad), None, "{bad}");
+        }
+    }
 
     /// A request in either byte order survives emit -> parse -> reassembly -> PNIO parse.
     #[test]

@@ -125,6 +125,10 @@ pub struct L2Status {
     pub lldp_rate_limited: u64,
     /// Admitted frames dropped because the `pn-l2` thread's queue was full.
     pub l2_queue_full: u64,
+    /// The IP suite in effect (address, mask, gateway) for the PDInterfaceDataReal record;
+    /// not part of `GET /api/diag` (`ip` is).
+    #[serde(skip)]
+    pub ip_suite: [[u8; 4]; 3],
 }
 
 /// Rate limits of the L2 frame classes (frames per second, burst). The reasoning is in
@@ -343,6 +347,7 @@ impl Worker {
         if let Ok(mut s) = self.status.lock() {
             s.station_name = id.station_name;
             s.ip = id.ip.to_string();
+            s.ip_suite = [id.ip.octets(), id.mask.octets(), id.gateway.octets()];
             s.link_speed_mbps = self.link.speed_mbps;
             s.link_full_duplex = self.link.full_duplex;
             s.mau_type = self.link.mau_type;

@@ -574,6 +574,7 @@ impl DataPlane for ProfinetPlane {
             flags: self.flags.clone(),
             stop: stop.clone(),
             cyclic_rx: cyclic_rx.clone(),
+            l2: Some(l2.clone()),
         };
         let cm_thread = cm::spawn(cm_ctx, ctl_rx).map_err(thread_err)?;
         threads.push(cm_thread);

@@ -19,6 +19,7 @@ use pn_protocol::wire::pnio::im::{
     emit_filter_record, FilterKind, Im0, Im0FilterData, Im1, Im2, Im3, Im4, ImRecord,
     SoftwareRevision,
 };
+use pn_protocol::wire::pnio::pdev::{self, PdInterfaceDataReal, PdPortDataReal, Peer};
 use pn_protocol::wire::pnio::record::{index, rw_error, RecordAddress};
 use pn_protocol::wire::pnio::PnioStatus;
 
@@ -39,7 +40,38 @@ pub struct Records {
     pub modules: Vec<ModuleConfig>,
     /// Active device diagnosis entries.
     pub diags: Vec<DiagnosisEntry>,
+    /// Interface and port state for the PDev real-data records; the CM refreshes it before
+    /// it reads one of them ([`is_pdev_real`]).
+    pub pdev: PdevLive,
 }
+
+/// What the PDev real-data records (PDPortDataReal 0x802A, PDInterfaceDataReal 0x8080,
+/// PDRealData 0xF841) report: the interface and its port now.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PdevLive {
+    /// NameOfStation: the interface's Chassis ID.
+    pub station_name: String,
+    pub mac: [u8; 6],
+    /// Address, mask, gateway.
+    pub ip_suite: [[u8; 4]; 3],
+    pub link_up: bool,
+    pub mau_type: u16,
+    /// The LLDP neighbour: its port ID and chassis ID (PROFINET port and station name) and
+    /// MAC address.
+    pub peer: Option<(String, String, [u8; 6])>,
+}
+
+/// Whether reading `index` needs [`Records::pdev`] to be current.
+pub fn is_pdev_real(index: u16) -> bool {
+    matches!(
+        index,
+        index::SUB_PD_PORT_DATA_REAL | index::SUB_PD_INTERFACE_DATA_REAL | index::PD_REAL_DATA
+    )
+}
+
+/// The interface submodule of the DAP; its ports follow at 0x8001.. (GSDML
+/// `InterfaceSubmoduleItem` / `PortSubmoduleItem`).
+const INTERFACE_SUBSLOT: u16 = 0x8000;
 
 /// Diagnosis entry -> DiagnosisData block contents (channel diagnosis, USI 0x8000).
 pub fn channel_properties(d: &DiagnosisEntry, spec: Specifier) -> ChannelProperties {
@@ -113,7 +145,81 @@ impl Records {
             user,
             modules: cfg.modules.clone(),
             diags: Vec::new(),
+            pdev: PdevLive::default(),
         }
+    }
+
+    /// The port subslots of the DAP (slot 0, 0x8001..=0x80FF), in order.
+    fn ports(&self) -> Vec<u16> {
+        self.modules
+            .iter()
+            .filter(|m| m.slot == 0)
+            .flat_map(|m| m.submodules.iter().map(|s| s.subslot))
+            .filter(|s| (0x8001..=0x80FF).contains(s))
+            .collect()
+    }
+
+    fn pd_port_data_real(&self, subslot: u16) -> Result<Vec<u8>, PnioStatus> {
+        let live = &self.pdev;
+        let block = PdPortDataReal {
+            slot: 0,
+            subslot,
+            // The port's name as PROFINET numbers it ("port-001" for subslot 0x8001).
+            own_port_id: format!("port-{:03}", subslot - INTERFACE_SUBSLOT),
+            peers: live
+                .peer
+                .iter()
+                .map(|(port_id, chassis_id, mac)| Peer {
+                    port_id: port_id.clone(),
+                    chassis_id: chassis_id.clone(),
+                    // Not measured: RT_CLASS_1 needs no line-delay measurement (PTCP).
+                    line_delay: 0,
+                    mac: *mac,
+                })
+                .collect(),
+            mau_type: live.mau_type,
+            domain_boundary: 0,
+            multicast_boundary: 0,
+            link_port: 0,
+            link: if live.link_up {
+                pdev::link::UP
+            } else {
+                pdev::link::DOWN
+            },
+            media_type: pdev::media_type::COPPER,
+        };
+        block
+            .to_bytes()
+            .map_err(|_| rw_error::read(rw_error::APP_READ_ERROR, 0))
+    }
+
+    fn pd_interface_data_real(&self) -> Result<Vec<u8>, PnioStatus> {
+        let live = &self.pdev;
+        PdInterfaceDataReal {
+            chassis_id: live.station_name.clone(),
+            mac: live.mac,
+            ip: live.ip_suite[0],
+            netmask: live.ip_suite[1],
+            gateway: live.ip_suite[2],
+        }
+        .to_bytes()
+        .map_err(|_| rw_error::read(rw_error::APP_READ_ERROR, 0))
+    }
+
+    /// PDRealData: the interface's and every port's real data, each in a
+    /// MultipleBlockHeader naming its submodule.
+    fn pd_real_data(&self) -> Result<Vec<u8>, PnioStatus> {
+        let mut w = Writer::new();
+        let fail = |_| rw_error::read(rw_error::APP_READ_ERROR, 0);
+        if self.exists(0, INTERFACE_SUBSLOT) {
+            let b = self.pd_interface_data_real()?;
+            pdev::emit_multiple_block(&mut w, 0, 0, INTERFACE_SUBSLOT, &b).map_err(fail)?;
+        }
+        for p in self.ports() {
+            let b = self.pd_port_data_real(p)?;
+            pdev::emit_multiple_block(&mut w, 0, 0, p, &b).map_err(fail)?;
+        }
+        Ok(w.into_inner())
     }
 
     /// Module and submodule ident of a configured (slot, subslot).
@@ -302,7 +408,16 @@ impl Records {
             | index::API_DIAGNOSIS_ALL
             | index::API_DIAGNOSIS_DMQS
             | index::DEVICE_DIAGNOSIS_DMQS => Ok(self.diag_data(None, None, None)),
-            i if i <= index::USER_MAX => self
+            index::SUB_PD_PORT_DATA_REAL if a.slot == 0 && self.ports().contains(&a.subslot) => {
+                self.pd_port_data_real(a.subslot)
+            }
+            index::SUB_PD_INTERFACE_DATA_REAL if a.slot == 0 && a.subslot == INTERFACE_SUBSLOT => {
+                self.pd_interface_data_real()
+            }
+            index::PD_REAL_DATA => self.pd_real_data(),
+            // User records, and the PDev parameter records a controller wrote in this run
+            // (PDPortDataCheck, PDInterfaceAdjust, ...): read back as written.
+            i if i <= index::USER_MAX || (0x8000..index::IM0).contains(&i) => self
                 .user
                 .get(&(a.slot, a.subslot, i))
                 .cloned()
@@ -420,6 +535,7 @@ mod tests {
                 }],
             }],
             diags: vec![],
+            pdev: PdevLive::default(),
         }
     }
 
@@ -522,5 +638,143 @@ mod tests {
             })
             .unwrap_err();
         assert_eq!(e.to_bytes()[..3], [0xDF, 0x80, 0xB9]);
+    }
+
+    /// The DAP with an interface and two ports, as the shipped configurations have.
+    fn records_with_ports() -> Records {
+        let mut r = records();
+        for subslot in [0x8000, 0x8001, 0x8002] {
+            r.modules[0].submodules.push(SubmoduleConfig {
+                subslot,
+                ident: 0x100 + u32::from(subslot & 0xF),
+                input_length: 0,
+                output_length: 0,
+            });
+        }
+        r.pdev = PdevLive {
+            station_name: "dev-1".into(),
+            mac: [2, 0, 0, 0, 0, 2],
+            ip_suite: [[192, 168, 0, 2], [255, 255, 255, 0], [192, 168, 0, 1]],
+            link_up: true,
+            mau_type: 0x10,
+            peer: Some(("port-003".into(), "plc-1".into(), [2, 0, 0, 0, 0, 1])),
+        };
+        r
+    }
+
+    #[test]
+    fn pdev_real_data_describes_the_interface_and_its_ports() {
+        let mut r = records_with_ports();
+        let d = r
+            .read(&RecordAddress::new(
+                0,
+                0,
+                0x8001,
+                index::SUB_PD_PORT_DATA_REAL,
+            ))
+            .unwrap();
+        let p = PdPortDataReal::parse(&d).unwrap();
+        assert_eq!((p.slot, p.subslot), (0, 0x8001));
+        assert_eq!(p.own_port_id, "port-001");
+        assert_eq!(p.mau_type, 0x10);
+        assert_eq!(p.link, pdev::link::UP);
+        assert_eq!(
+            p.peers,
+            vec![Peer {
+                port_id: "port-003".into(),
+                chassis_id: "plc-1".into(),
+                line_delay: 0,
+                mac: [2, 0, 0, 0, 0, 1],
+            }]
+        );
+        let d = r
+            .read(&RecordAddress::new(
+                0,
+                0,
+                0x8000,
+                index::SUB_PD_INTERFACE_DATA_REAL,
+            ))
+            .unwrap();
+        let i = PdInterfaceDataReal::parse(&d).unwrap();
+        assert_eq!(i.chassis_id, "dev-1");
+        assert_eq!(i.mac, [2, 0, 0, 0, 0, 2]);
+        assert_eq!(
+            (i.ip, i.netmask, i.gateway),
+            ([192, 168, 0, 2], [255, 255, 255, 0], [192, 168, 0, 1])
+        );
+
+        // Link down, no neighbour: no peer, LinkState down.
+        r.pdev.link_up = false;
+        r.pdev.peer = None;
+        let d = r
+            .read(&RecordAddress::new(
+                0,
+                0,
+                0x8002,
+                index::SUB_PD_PORT_DATA_REAL,
+            ))
+            .unwrap();
+        let p = PdPortDataReal::parse(&d).unwrap();
+        assert_eq!(p.own_port_id, "port-002");
+        assert!(p.peers.is_empty());
+        assert_eq!(p.link, pdev::link::DOWN);
+
+        // PDRealData: the interface, then each port, each in a MultipleBlockHeader.
+        let d = r
+            .read(&RecordAddress::new(0, 0, 0, index::PD_REAL_DATA))
+            .unwrap();
+        let mut subslots = Vec::new();
+        for b in pn_protocol::wire::pnio::block::blocks(&d) {
+            let b = b.unwrap();
+            assert_eq!(b.block_type(), pdev::block_type::MULTIPLE_BLOCK_HEADER);
+            let body = b.body();
+            let subslot = u16::from_be_bytes([body[8], body[9]]);
+            let inner = &body[10..];
+            if subslot == 0x8000 {
+                assert!(PdInterfaceDataReal::parse(inner).is_ok());
+            } else {
+                assert_eq!(PdPortDataReal::parse(inner).unwrap().subslot, subslot);
+            }
+            subslots.push(subslot);
+        }
+        assert_eq!(subslots, [0x8000, 0x8001, 0x8002]);
+    }
+
+    #[test]
+    fn pdev_records_on_the_wrong_submodule_and_written_parameters() {
+        let mut r = records_with_ports();
+        // Port data of the interface, interface data of a port: invalid index.
+        for a in [
+            RecordAddress::new(0, 0, 0x8000, index::SUB_PD_PORT_DATA_REAL),
+            RecordAddress::new(0, 0, 0x8001, index::SUB_PD_INTERFACE_DATA_REAL),
+            RecordAddress::new(0, 0, 1, index::SUB_PD_PORT_DATA_REAL),
+        ] {
+            assert_eq!(
+                r.read(&a).unwrap_err().to_bytes(),
+                [0xDE, 0x80, 0xB0, 0x00],
+                "{a:?}"
+            );
+        }
+        // A port that does not exist: invalid slot/subslot.
+        let e = r
+            .read(&RecordAddress::new(
+                0,
+                0,
+                0x8003,
+                index::SUB_PD_PORT_DATA_REAL,
+            ))
+            .unwrap_err();
+        assert_eq!(e.to_bytes(), [0xDE, 0x80, 0xB2, 0x00]);
+        // A PDev parameter record the controller wrote reads back as written (this run).
+        let a = RecordAddress::new(0, 0, 0x8001, index::SUB_PD_PORT_DATA_CHECK);
+        assert!(r.read(&a).is_err());
+        let data = vec![
+            0x02, 0x00, 0x00, 0x0c, 0x01, 0x00, 0, 0, 0, 0, 0x80, 0x01, 0, 0,
+        ];
+        let ev = r
+            .write(&a, &data, |_| panic!("a PDev record is not stored"))
+            .unwrap();
+        assert!(ev.is_none());
+        assert_eq!(r.read(&a).unwrap(), data);
     }
 }
