@@ -590,6 +590,11 @@ fn pdev_records_report_link_neighbour_and_interface() {
         .unwrap();
     assert_eq!(itf.mac, dev_mac.0);
 
+    // The NIC's counters: the AR's traffic has gone both ways.
+    let raw = h.read_record(0, 0x8001, 0x8072, 1024).unwrap();
+    let st = pdev::PdPortStatistic::parse(&raw).unwrap();
+    assert!(st.in_octets > 0 && st.out_octets > 0, "{st:?}");
+
     // Port data of the interface submodule: the device refuses it (invalid index).
     match h.read_record(0, 0x8000, 0x802A, 1024) {
         Err(Error::Rejected { status, .. }) => {

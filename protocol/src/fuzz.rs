@@ -27,7 +27,7 @@ use crate::wire::pnio::diagnosis::{
 };
 use crate::wire::pnio::ident::IdentificationDataRepr;
 use crate::wire::pnio::im::{emit_filter_record, parse_filter_record, ImRecord};
-use crate::wire::pnio::pdev::{PdInterfaceDataReal, PdPortDataReal};
+use crate::wire::pnio::pdev::{PdInterfaceDataReal, PdPortDataReal, PdPortStatistic};
 use crate::wire::pnio::record::RecordPdu;
 use crate::wire::rpc::{opnum, Drep, PacketType, PnioRequest, PnioResponse, RpcPacket};
 use crate::wire::rt::{self, CyclicFrame, FrameId};
@@ -433,7 +433,8 @@ pub fn ident(data: &[u8]) {
     same!(a, b, "ident");
 }
 
-/// PDPortDataReal or PDInterfaceDataReal block (records 0x802A / 0x8080).
+/// PDPortDataReal, PDInterfaceDataReal or PDPortStatistic block (records 0x802A, 0x8080,
+/// 0x8072).
 pub fn pdev(data: &[u8]) {
     if let Ok(a) = PdPortDataReal::parse(data) {
         let bytes = emitted(a.to_bytes(), "pdev port");
@@ -446,6 +447,12 @@ pub fn pdev(data: &[u8]) {
         let b = PdInterfaceDataReal::parse(&bytes)
             .unwrap_or_else(|e| panic!("pdev interface: re-parse failed: {e:?}"));
         same!(a, b, "pdev interface");
+    }
+    if let Ok(a) = PdPortStatistic::parse(data) {
+        let bytes = emitted(a.to_bytes(), "pdev statistic");
+        let b = PdPortStatistic::parse(&bytes)
+            .unwrap_or_else(|e| panic!("pdev statistic: re-parse failed: {e:?}"));
+        same!(a, b, "pdev statistic");
     }
 }
 

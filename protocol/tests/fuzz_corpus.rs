@@ -362,6 +362,12 @@ fn own_seeds() -> Vec<(&'static str, Vec<u8>)> {
             gateway: [0; 4],
         };
         v.push(("pdev", itf.to_bytes().unwrap()));
+        let st = pn_protocol::wire::pnio::pdev::PdPortStatistic {
+            in_octets: 1,
+            out_octets: 2,
+            ..Default::default()
+        };
+        v.push(("pdev", st.to_bytes().unwrap()));
     }
     let rec = |i: u16, data: Vec<u8>| WriteRecord {
         header: WriteReqHeaderRepr {
@@ -466,8 +472,12 @@ fn own_encoder_outputs_parse_in_their_fuzz_targets() {
             }
             "ident" => IdentificationDataRepr::parse(data).is_ok(),
             "pdev" => {
-                use pn_protocol::wire::pnio::pdev::{PdInterfaceDataReal, PdPortDataReal};
-                PdPortDataReal::parse(data).is_ok() || PdInterfaceDataReal::parse(data).is_ok()
+                use pn_protocol::wire::pnio::pdev::{
+                    PdInterfaceDataReal, PdPortDataReal, PdPortStatistic,
+                };
+                PdPortDataReal::parse(data).is_ok()
+                    || PdInterfaceDataReal::parse(data).is_ok()
+                    || PdPortStatistic::parse(data).is_ok()
             }
             "record" => RecordPdu::parse(data).is_ok(),
             "pnio_request" => PnioRequest::parse(&data[1..], Drep::LITTLE_ENDIAN).is_ok(),

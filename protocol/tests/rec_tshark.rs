@@ -1257,6 +1257,38 @@ fn read_responses_pdev_real_data() {
         assert_eq!(p.get("pn_io.standard_gateway"), "192.168.0.1");
     }
 
+    // PDPortStatistic (0x8072), each counter distinct.
+    let st = pdev::PdPortStatistic {
+        in_octets: 0x0102_0304,
+        out_octets: 0xF000_0001,
+        in_discards: 3,
+        out_discards: 4,
+        in_errors: 5,
+        out_errors: 6,
+    };
+    let req = read_req(index::SUB_PD_PORT_STATISTIC, 0, 0x8001);
+    let (_, p) = read_pair(
+        &req,
+        PnioStatus::OK,
+        st.to_bytes().unwrap(),
+        Drep::BIG_ENDIAN,
+    );
+    assert!(
+        uints(&p, "pn_io.block_type").contains(&0x0251),
+        "{}",
+        p.dump()
+    );
+    for (field, v) in [
+        ("pn_io.ifInOctets", st.in_octets),
+        ("pn_io.ifOutOctets", st.out_octets),
+        ("pn_io.ifInDiscards", st.in_discards),
+        ("pn_io.ifOutDiscards", st.out_discards),
+        ("pn_io.ifInErrors", st.in_errors),
+        ("pn_io.ifOutErrors", st.out_errors),
+    ] {
+        assert_eq!(p.uint(field), u64::from(v), "{field}\n{}", p.dump());
+    }
+
     // PDRealData: one MultipleBlockHeader per PDev submodule.
     let mut w = Writer::new();
     let itf = PdInterfaceDataReal {
@@ -1266,9 +1298,21 @@ fn read_responses_pdev_real_data() {
         netmask: [255, 255, 255, 0],
         gateway: [0, 0, 0, 0],
     };
-    pdev::emit_multiple_block(&mut w, 0, 0, 0x8000, &itf.to_bytes().unwrap()).unwrap();
+    // Each submodule's block followed by its PDPortStatistic, as p-net and the device send.
+    let with_stats = |mut b: Vec<u8>| {
+        b.extend_from_slice(&st.to_bytes().unwrap());
+        b
+    };
+    pdev::emit_multiple_block(&mut w, 0, 0, 0x8000, &with_stats(itf.to_bytes().unwrap())).unwrap();
     let port = expected[7].clone();
-    pdev::emit_multiple_block(&mut w, 0, 0, port.subslot, &port.to_bytes().unwrap()).unwrap();
+    pdev::emit_multiple_block(
+        &mut w,
+        0,
+        0,
+        port.subslot,
+        &with_stats(port.to_bytes().unwrap()),
+    )
+    .unwrap();
     let req = read_req(index::PD_REAL_DATA, 0, 0);
     let (_, p) = read_pair(&req, PnioStatus::OK, w.into_inner(), Drep::BIG_ENDIAN);
     // tshark lists a MultipleBlockHeader's own fields after those of the block inside it:
@@ -1279,7 +1323,7 @@ fn read_responses_pdev_real_data() {
     };
     assert_eq!(
         sorted(uints(&p, "pn_io.block_type")),
-        vec![0x020f, 0x0240, 0x0400, 0x0400, 0x8009],
+        vec![0x020f, 0x0240, 0x0251, 0x0251, 0x0400, 0x0400, 0x8009],
         "{}",
         p.dump()
     );

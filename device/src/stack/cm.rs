@@ -1074,6 +1074,7 @@ impl Cm {
             link_up: self.link_up,
             mau_type: st.mau_type,
             peer,
+            stats: super::portstats::read(&self.ctx.cfg.nic),
         }
     }
 

@@ -42,6 +42,7 @@ pub mod l2;
 pub mod link;
 pub mod lldp;
 pub mod llmnr;
+pub mod portstats;
 pub mod records;
 pub mod snmp;
 pub mod socket;

@@ -19,7 +19,9 @@ use pn_protocol::wire::pnio::im::{
     emit_filter_record, FilterKind, Im0, Im0FilterData, Im1, Im2, Im3, Im4, ImRecord,
     SoftwareRevision,
 };
-use pn_protocol::wire::pnio::pdev::{self, PdInterfaceDataReal, PdPortDataReal, Peer};
+use pn_protocol::wire::pnio::pdev::{
+    self, PdInterfaceDataReal, PdPortDataReal, PdPortStatistic, Peer,
+};
 use pn_protocol::wire::pnio::record::{index, rw_error, RecordAddress};
 use pn_protocol::wire::pnio::PnioStatus;
 
@@ -59,13 +61,19 @@ pub struct PdevLive {
     /// The LLDP neighbour: its port ID and chassis ID (PROFINET port and station name) and
     /// MAC address.
     pub peer: Option<(String, String, [u8; 6])>,
+    /// The NIC's counters (`None`: not readable). The device has one port on one NIC, so the
+    /// interface and the port report the same counters.
+    pub stats: Option<PdPortStatistic>,
 }
 
 /// Whether reading `index` needs [`Records::pdev`] to be current.
 pub fn is_pdev_real(index: u16) -> bool {
     matches!(
         index,
-        index::SUB_PD_PORT_DATA_REAL | index::SUB_PD_INTERFACE_DATA_REAL | index::PD_REAL_DATA
+        index::SUB_PD_PORT_DATA_REAL
+            | index::SUB_PD_INTERFACE_DATA_REAL
+            | index::SUB_PD_PORT_STATISTIC
+            | index::PD_REAL_DATA
     )
 }
 
@@ -206,17 +214,37 @@ impl Records {
         .map_err(|_| rw_error::read(rw_error::APP_READ_ERROR, 0))
     }
 
-    /// PDRealData: the interface's and every port's real data, each in a
-    /// MultipleBlockHeader naming its submodule.
+    /// PDPortStatistic; a read error when the counters cannot be read (as p-net answers).
+    fn pd_port_statistic(&self) -> Result<Vec<u8>, PnioStatus> {
+        self.pdev
+            .stats
+            .ok_or(rw_error::read(rw_error::APP_READ_ERROR, 0))?
+            .to_bytes()
+            .map_err(|_| rw_error::read(rw_error::APP_READ_ERROR, 0))
+    }
+
+    /// PDRealData: the interface's and every port's real data, each followed by its
+    /// PDPortStatistic when the counters are readable, in a MultipleBlockHeader naming its
+    /// submodule (p-net's layout).
     fn pd_real_data(&self) -> Result<Vec<u8>, PnioStatus> {
         let mut w = Writer::new();
         let fail = |_| rw_error::read(rw_error::APP_READ_ERROR, 0);
+        let stats = self
+            .pdev
+            .stats
+            .map(|s| s.to_bytes())
+            .transpose()
+            .map_err(fail)?;
+        let with_stats = |mut b: Vec<u8>| {
+            b.extend_from_slice(stats.as_deref().unwrap_or_default());
+            b
+        };
         if self.exists(0, INTERFACE_SUBSLOT) {
-            let b = self.pd_interface_data_real()?;
+            let b = with_stats(self.pd_interface_data_real()?);
             pdev::emit_multiple_block(&mut w, 0, 0, INTERFACE_SUBSLOT, &b).map_err(fail)?;
         }
         for p in self.ports() {
-            let b = self.pd_port_data_real(p)?;
+            let b = with_stats(self.pd_port_data_real(p)?);
             pdev::emit_multiple_block(&mut w, 0, 0, p, &b).map_err(fail)?;
         }
         Ok(w.into_inner())
@@ -413,6 +441,12 @@ impl Records {
             }
             index::SUB_PD_INTERFACE_DATA_REAL if a.slot == 0 && a.subslot == INTERFACE_SUBSLOT => {
                 self.pd_interface_data_real()
+            }
+            index::SUB_PD_PORT_STATISTIC
+                if a.slot == 0
+                    && (a.subslot == INTERFACE_SUBSLOT || self.ports().contains(&a.subslot)) =>
+            {
+                self.pd_port_statistic()
             }
             index::PD_REAL_DATA => self.pd_real_data(),
             // User records, and the PDev parameter records a controller wrote in this run
@@ -658,6 +692,14 @@ mod tests {
             link_up: true,
             mau_type: 0x10,
             peer: Some(("port-003".into(), "plc-1".into(), [2, 0, 0, 0, 0, 1])),
+            stats: Some(PdPortStatistic {
+                in_octets: 1000,
+                out_octets: 2000,
+                in_discards: 1,
+                out_discards: 2,
+                in_errors: 3,
+                out_errors: 4,
+            }),
         };
         r
     }
@@ -719,7 +761,26 @@ mod tests {
         assert!(p.peers.is_empty());
         assert_eq!(p.link, pdev::link::DOWN);
 
-        // PDRealData: the interface, then each port, each in a MultipleBlockHeader.
+        // PDPortStatistic on the interface and on a port; not on a module's submodule.
+        let stats = r.pdev.stats.unwrap();
+        for subslot in [0x8000, 0x8002] {
+            let d = r
+                .read(&RecordAddress::new(
+                    0,
+                    0,
+                    subslot,
+                    index::SUB_PD_PORT_STATISTIC,
+                ))
+                .unwrap();
+            assert_eq!(PdPortStatistic::parse(&d).unwrap(), stats);
+        }
+        let e = r
+            .read(&RecordAddress::new(0, 0, 1, index::SUB_PD_PORT_STATISTIC))
+            .unwrap_err();
+        assert_eq!(e.to_bytes(), [0xDE, 0x80, 0xB0, 0x00]);
+
+        // PDRealData: the interface, then each port, each with its statistics in a
+        // MultipleBlockHeader.
         let d = r
             .read(&RecordAddress::new(0, 0, 0, index::PD_REAL_DATA))
             .unwrap();
@@ -729,15 +790,38 @@ mod tests {
             assert_eq!(b.block_type(), pdev::block_type::MULTIPLE_BLOCK_HEADER);
             let body = b.body();
             let subslot = u16::from_be_bytes([body[8], body[9]]);
-            let inner = &body[10..];
+            let inner: Vec<_> = pn_protocol::wire::pnio::block::blocks(&body[10..])
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert_eq!(inner.len(), 2);
             if subslot == 0x8000 {
-                assert!(PdInterfaceDataReal::parse(inner).is_ok());
+                assert!(PdInterfaceDataReal::parse(inner[0].as_bytes()).is_ok());
             } else {
-                assert_eq!(PdPortDataReal::parse(inner).unwrap().subslot, subslot);
+                assert_eq!(
+                    PdPortDataReal::parse(inner[0].as_bytes()).unwrap().subslot,
+                    subslot
+                );
             }
+            assert_eq!(PdPortStatistic::parse(inner[1].as_bytes()).unwrap(), stats);
             subslots.push(subslot);
         }
         assert_eq!(subslots, [0x8000, 0x8001, 0x8002]);
+
+        // Counters not readable: the statistic is a read error, PDRealData goes without.
+        r.pdev.stats = None;
+        let e = r
+            .read(&RecordAddress::new(
+                0,
+                0,
+                0x8001,
+                index::SUB_PD_PORT_STATISTIC,
+            ))
+            .unwrap_err();
+        assert_eq!(e.to_bytes(), [0xDE, 0x80, 0xA0, 0x00]);
+        let d = r
+            .read(&RecordAddress::new(0, 0, 0, index::PD_REAL_DATA))
+            .unwrap();
+        assert_eq!(pn_protocol::wire::pnio::block::blocks(&d).count(), 3);
     }
 
     #[test]

@@ -13,6 +13,8 @@
 //!     LinkState.Port u8, LinkState.Link u8, align 4, MediaType u32
 //! PDInterfaceDataReal 0x0240 v1.0: LengthOwnChassisID u8, OwnChassisID, align 4,
 //!     MACAddressValue 6, align 4, IPAddress u32, Subnetmask u32, StandardGateway u32
+//! PDPortStatistic 0x0251 v1.0: Padding 2, ifInOctets, ifOutOctets, ifInDiscards,
+//!     ifOutDiscards, ifInErrors, ifOutErrors (u32 each, wrapping like SNMP Counter32)
 //! MultipleBlockHeader 0x0400 v1.0: Padding 2, API u32, SlotNumber u16, SubslotNumber u16,
 //!     blocks
 //! ```
@@ -23,9 +25,13 @@
 //! Sources: Wireshark `plugins/epan/profinet/packet-dcerpc-pn-io.c` (the PDPortDataReal,
 //! PDInterfaceDataReal and MultipleBlockHeader dissectors, which the tshark tests run on
 //! what this module emits); p-net `src/device/pf_block_writer.c` `pf_put_pdport_data_real`,
-//! `pf_put_pdinterface_data_real`, `pf_put_pd_multiblock_port_and_statistics`.
+//! `pf_put_pdinterface_data_real`, `pf_put_pdport_statistics`,
+//! `pf_put_pd_multiblock_port_and_statistics`; record 0x8072 (PDPortStatistic) on the
+//! interface and on each port, and the statistics inside PDRealData: p-net
+//! `src/device/pf_pdport.c` `pf_pdport_read_ind`.
 //!
-//! Fuzz entry points: [`PdPortDataReal::parse`], [`PdInterfaceDataReal::parse`].
+//! Fuzz entry points: [`PdPortDataReal::parse`], [`PdInterfaceDataReal::parse`],
+//! [`PdPortStatistic::parse`].
 
 use crate::wire::field::{Reader, Writer};
 use crate::wire::pnio::block::{emit_block, BlockView};
@@ -34,6 +40,7 @@ use crate::wire::{Error, Result};
 pub mod block_type {
     pub const PD_PORT_DATA_REAL: u16 = 0x020F;
     pub const PD_INTERFACE_DATA_REAL: u16 = 0x0240;
+    pub const PD_PORT_STATISTIC: u16 = 0x0251;
     pub const MULTIPLE_BLOCK_HEADER: u16 = 0x0400;
 }
 
@@ -248,6 +255,50 @@ impl PdInterfaceDataReal {
     }
 }
 
+/// PDPortStatistic (block 0x0251): the interface's or a port's counters (the low 32 bits).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PdPortStatistic {
+    pub in_octets: u32,
+    pub out_octets: u32,
+    pub in_discards: u32,
+    pub out_discards: u32,
+    pub in_errors: u32,
+    pub out_errors: u32,
+}
+
+impl PdPortStatistic {
+    pub fn emit(&self, w: &mut Writer) -> Result<()> {
+        emit_block(w, block_type::PD_PORT_STATISTIC, (1, 0), |w| {
+            w.zeros(2)
+                .u32(self.in_octets)
+                .u32(self.out_octets)
+                .u32(self.in_discards)
+                .u32(self.out_discards)
+                .u32(self.in_errors)
+                .u32(self.out_errors);
+        })
+    }
+
+    pub fn parse(buf: &[u8]) -> Result<Self> {
+        let mut r = open(buf, block_type::PD_PORT_STATISTIC)?;
+        r.skip(2)?;
+        Ok(PdPortStatistic {
+            in_octets: r.u32()?,
+            out_octets: r.u32()?,
+            in_discards: r.u32()?,
+            out_discards: r.u32()?,
+            in_errors: r.u32()?,
+            out_errors: r.u32()?,
+        })
+    }
+
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut w = Writer::new();
+        self.emit(&mut w)?;
+        Ok(w.into_inner())
+    }
+}
+
 /// A MultipleBlockHeader (0x0400) around `blocks` (already emitted, each a whole number of
 /// 4-byte words, as the PDev blocks above are) for one submodule: PDRealData (0xF841) is one
 /// of these per PDev submodule.
@@ -336,6 +387,25 @@ mod tests {
             gateway: [0; 4],
         };
         assert!(long.to_bytes().is_err());
+    }
+
+    #[test]
+    fn statistic_round_trips() {
+        let st = PdPortStatistic {
+            in_octets: 1,
+            out_octets: 2,
+            in_discards: 3,
+            out_discards: 4,
+            in_errors: 5,
+            out_errors: u32::MAX,
+        };
+        let b = st.to_bytes().unwrap();
+        assert_eq!(b.len(), 32);
+        assert_eq!(&b[..6], &[0x02, 0x51, 0x00, 0x1c, 1, 0]);
+        assert_eq!(PdPortStatistic::parse(&b).unwrap(), st);
+        for cut in 0..b.len() {
+            assert!(PdPortStatistic::parse(&b[..cut]).is_err());
+        }
     }
 
     #[test]
