@@ -48,7 +48,7 @@ pub struct Records {
 }
 
 /// What the PDev real-data records (PDPortDataReal 0x802A, PDInterfaceDataReal 0x8080,
-/// PDRealData 0xF841) report: the interface and its port now.
+/// PDPortStatistic 0x8072, PDRealData 0xF841) report: the interface and its port now.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PdevLive {
     /// NameOfStation: the interface's Chassis ID.
