@@ -265,9 +265,10 @@ fn connect_and_run_and_records_against_pn_device() {
         (0x8001, "port-001")
     );
     let all = read(&["--index", "0xF841"]);
-    assert_eq!(
-        pn_protocol::wire::pnio::block::blocks(&all).count(),
-        2,
-        "interface and port"
-    );
+    let blocks: Vec<_> = pn_protocol::wire::pnio::block::blocks(&all)
+        .collect::<Result<_, _>>()
+        .unwrap();
+    // The interface and the port, each in a MultipleBlockHeader.
+    assert_eq!(blocks.len(), 2);
+    assert!(blocks.iter().all(|b| b.block_type() == 0x0400));
 }

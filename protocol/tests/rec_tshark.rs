@@ -1144,6 +1144,7 @@ fn read_responses_pdev_real_data() {
         }
     }
     let pkts = dissect(&frames);
+    assert_eq!(pkts.len(), expected.len());
     for (p, port) in pkts.iter().zip(&expected) {
         let ctx = format!("{port:?}\n{}", p.dump());
         assert!(uints(p, "pn_io.block_type").contains(&0x020f), "{ctx}");

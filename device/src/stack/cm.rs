@@ -181,6 +181,18 @@ fn random_uuid() -> Uuid {
     Uuid::from_bytes(b)
 }
 
+/// A name field of a PDev block holds at most 255 bytes (u8 length). LLDP IDs can be longer
+/// (up to 255 bytes raw, more once non-UTF-8 bytes became replacement characters): cut at a
+/// character boundary, so a neighbour's odd ID never fails the whole record.
+fn cut_name(mut s: String) -> String {
+    let mut end = s.len().min(255);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
+    s
+}
+
 /// "aa:bb:cc:dd:ee:ff" (as `LldpNeighbour::src_mac` holds it).
 fn parse_mac(s: &str) -> Option<[u8; 6]> {
     let mut out = [0u8; 6];
@@ -1065,7 +1077,11 @@ impl Cm {
             } else {
                 (n.port_name.clone(), n.station_name.clone())
             };
-            (port, chassis, parse_mac(&n.src_mac).unwrap_or_default())
+            (
+                cut_name(port),
+                cut_name(chassis),
+                parse_mac(&n.src_mac).unwrap_or_default(),
+            )
         });
         super::records::PdevLive {
             station_name: st.station_name,
@@ -1147,6 +1163,15 @@ impl Cm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_names_are_cut_at_a_character_boundary() {
+        assert_eq!(cut_name("port-001".into()), "port-001");
+        assert_eq!(cut_name("x".repeat(300)).len(), 255);
+        // 254 ASCII bytes, then a 3-byte replacement character: cut before it.
+        let s = "a".repeat(254) + "\u{FFFD}\u{FFFD}";
+        assert_eq!(cut_name(s), "a".repeat(254));
+    }
 
     #[test]
     fn mac_text_parses_back() {

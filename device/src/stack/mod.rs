@@ -147,16 +147,23 @@ impl CyclicRx {
         // Hand the frames to pn-rx while the filter changes.
         self.gen.store(NOT_DEDICATED, Ordering::Release);
         let (gen, m, prog) = cyclic_program(cyc);
-        *rule = (gen, m);
-        let ok = match &prog {
-            Some(p) => self.sock.set_filter(p).is_ok(),
-            None => {
-                let _ = self.sock.set_filter(&socket::REJECT_ALL);
-                false
+        match &prog {
+            Some(p) if self.sock.set_filter(p).is_ok() => {
+                *rule = (gen, m);
+                self.gen.store(gen, Ordering::Release);
             }
-        };
-        if ok {
-            self.gen.store(gen, Ordering::Release);
+            Some(_) => {
+                // Not installed: the previous AR's filter must not stay (it could pass this
+                // AR's frames too, and both threads would consume them). Pass nothing, leave
+                // every frame to pn-rx, and try again at the next call (rule not recorded).
+                let _ = self.sock.set_filter(&socket::REJECT_ALL);
+                *rule = (NOT_DEDICATED, None);
+            }
+            None => {
+                // No AR (or a C_SDU no filter can describe): nothing to dedicate.
+                let _ = self.sock.set_filter(&socket::REJECT_ALL);
+                *rule = (gen, None);
+            }
         }
     }
 

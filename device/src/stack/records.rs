@@ -493,7 +493,11 @@ impl Records {
             }
         };
         match a.index {
-            index::IM0 => Err(rw_error::write(rw_error::ACC_ACCESS_DENIED, 0)),
+            // Read-only: identification and the PDev real data the device measures.
+            index::IM0
+            | index::SUB_PD_PORT_DATA_REAL
+            | index::SUB_PD_INTERFACE_DATA_REAL
+            | index::SUB_PD_PORT_STATISTIC => Err(rw_error::write(rw_error::ACC_ACCESS_DENIED, 0)),
             i @ index::IM1..=index::IM4 => {
                 let bit = 1u16 << (i - index::IM0);
                 if self.im0.im_supported & bit == 0 {
@@ -860,5 +864,17 @@ mod tests {
             .unwrap();
         assert!(ev.is_none());
         assert_eq!(r.read(&a).unwrap(), data);
+        // The real data is the device's to measure: writes are refused (access denied) and
+        // leave nothing to read back on another submodule.
+        for (subslot, idx) in [
+            (0x8000, index::SUB_PD_PORT_DATA_REAL),
+            (0x8001, index::SUB_PD_INTERFACE_DATA_REAL),
+            (1, index::SUB_PD_PORT_STATISTIC),
+        ] {
+            let a = RecordAddress::new(0, 0, subslot, idx);
+            let e = r.write(&a, &data, |_| panic!("not stored")).unwrap_err();
+            assert_eq!(e.to_bytes()[..3], [0xDF, 0x80, 0xB6], "{a:?}");
+            assert!(r.read(&a).is_err(), "{a:?}");
+        }
     }
 }
