@@ -286,19 +286,41 @@ fn busy_503_when_16_requests_in_progress() {
         use std::io::Write;
         // 16 POSTs whose bodies never arrive hold every request slot (until the 10 s body
         // read limit).
-        let mut held = Vec::new();
-        for _ in 0..16 {
+        let hold = || {
             let mut s = std::net::TcpStream::connect("127.0.0.1:18840").unwrap();
             s.write_all(
                 b"POST /api/io HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{",
             )
             .unwrap();
-            held.push(s);
-        }
+            s.set_nonblocking(true).unwrap();
+            s
+        };
+        let mut held: Vec<std::net::TcpStream> = (0..16).map(|_| hold()).collect();
         let c = pn_client::blocking::BlockingClient::connect(URL, None).unwrap();
-        let e = wait_for("503 Busy", Duration::from_secs(5), || match c.status() {
-            Err(e) if e.kind == CallResult::Busy => Some(e),
-            _ => None,
+        let mut replaced = 0;
+        let mut seen = Vec::new();
+        let e = pn_testkit::poll::some(Duration::from_secs(9), || {
+            // A held request that arrived while 16 others were in progress (on a loaded host
+            // the previous request, e.g. the launcher's readiness probe, can still hold its
+            // slot) got the 503 itself and holds nothing: replace it. (Seen in a CI run here:
+            // 15 held; the same race as the daemon's own 503 test, docs of session 3.)
+            for s in held.iter_mut() {
+                let mut b = [0u8; 1];
+                if s.peek(&mut b).is_ok() {
+                    *s = hold();
+                    replaced += 1;
+                }
+            }
+            match c.status() {
+                Err(e) if e.kind == CallResult::Busy => Some(e),
+                other => {
+                    seen.push(format!("{:?}", other.map(|_| "200").map_err(|e| e.kind)));
+                    None
+                }
+            }
+        })
+        .unwrap_or_else(|| {
+            panic!("no 503 Busy while 16 requests were held ({replaced} replaced); seen: {seen:?}")
         });
         assert_eq!(e.http_status, Some(503));
         drop(held);
