@@ -53,19 +53,9 @@ fn post(path: &str, body: serde_json::Value) -> Option<serde_json::Value> {
     serde_json::from_slice(&r.body).ok()
 }
 
-/// The demo's device configuration: one module with 8 bytes each way, 4 ms send clock.
+/// The demo's device configuration: the lab's device at a 4 ms send clock.
 fn config_xml() -> String {
-    pn_testkit::daemon::DeviceXml {
-        vendor_id: 0xFFFF,
-        ..pn_testkit::daemon::DeviceXml::new("pn-device")
-    }
-    .ident("pn-device", "0000000001", 1, "V1.0.0")
-    .product(None)
-    .nic(Some(HOST_IF))
-    .ip(DEV_IP)
-    .send_clock_ms(4)
-    .io(8, 8)
-    .to_xml()
+    crate::bench::rig::lab_device_xml("pn-device", DEV_IP, HOST_IF, 4)
 }
 
 struct Cleanup {

@@ -21,6 +21,17 @@ use std::time::{Duration, Instant};
 /// Device configuration of the benchmarks: DAP + one module with 8 bytes each way, 1 ms send
 /// clock, the placeholder vendor ID of every shipped configuration.
 pub fn config_xml(station: &str, ip: std::net::Ipv4Addr, nic: &str) -> String {
+    lab_device_xml(station, ip, nic, 1)
+}
+
+/// The lab's device (benchmarks, demo): DAP + one module with 8 bytes each way, the
+/// placeholder vendor ID of every shipped configuration, send clock `send_clock_ms`.
+pub fn lab_device_xml(
+    station: &str,
+    ip: std::net::Ipv4Addr,
+    nic: &str,
+    send_clock_ms: u16,
+) -> String {
     pn_testkit::daemon::DeviceXml {
         vendor_id: 0xFFFF,
         ..pn_testkit::daemon::DeviceXml::new(station)
@@ -29,7 +40,7 @@ pub fn config_xml(station: &str, ip: std::net::Ipv4Addr, nic: &str) -> String {
     .product(None)
     .nic(Some(nic))
     .ip(ip)
-    .send_clock_ms(1)
+    .send_clock_ms(send_clock_ms)
     .io(8, 8)
     .to_xml()
 }
