@@ -1,25 +1,58 @@
-//! Connection-management PDUs of the controller role, assembled from the protocol crate's block
-//! codecs: the Connect request (ARBlockReq, two IOCRBlockReqs, AlarmCRBlockReq,
-//! ExpectedSubmoduleBlockReqs), its response, parameter MultipleWrite, PrmEnd, Release and the
-//! ApplicationReady answer.
+//! Connection-management PDUs of the controller role, assembled from the protocol crate's
+//! Connect representation ([`pn_protocol::wire::pnio::cm::ConnectRequest`]): the Connect
+//! request (ARBlockReq, two IOCRBlockReqs, AlarmCRBlockReq, ExpectedSubmoduleBlockReqs) and
+//! what its response says. Every request is checked with the device role's own Connect checks
+//! (`machine::cmdev::connect`) before it is sent, so the controller cannot build what a
+//! standard device must refuse.
 
-use pn_protocol::wire::field::Writer;
-use pn_protocol::wire::pnio::alarm_cr::{
-    self, AlarmCrBlockReq, AlarmCrBlockRes, AlarmCrProperties,
+use pn_protocol::machine::cmdev::connect::{
+    check_connect, frame_id_range, ConnectLimits, FRAME_ID_DEVICE_CHOOSES,
 };
-use pn_protocol::wire::pnio::ar::{self, ArBlockReq, ArBlockRes, ArProperties};
-use pn_protocol::wire::pnio::block::blocks;
+use pn_protocol::wire::pnio::alarm_cr::{self, AlarmCrBlockReq, AlarmCrProperties};
+use pn_protocol::wire::pnio::ar::{self, ArBlockReq, ArProperties};
+use pn_protocol::wire::pnio::cm::{ConnectRequest, ConnectResponse};
 use pn_protocol::wire::pnio::expected::{
-    DataDescription, ExpectedModule, ExpectedSubmodule, ExpectedSubmoduleBlockReq,
+    self, DataDescription, ExpectedModule, ExpectedSubmodule, ExpectedSubmoduleBlockReq,
     SubmoduleProperties,
 };
 use pn_protocol::wire::pnio::iocr::{
-    self, IoObject, IocrApi, IocrBlockReq, IocrBlockRes, IocrProperties, TagHeader,
+    self, IoObject, IocrApi, IocrBlockReq, IocrProperties, TagHeader,
 };
 use pn_protocol::wire::pnio::module_diff::{self, ModuleDiffBlock};
 use pn_protocol::wire::rpc::Uuid;
 
 use crate::model::{CrLayout, DeviceModel, IoLayout};
+
+/// ARProperties.StartupMode of the Connect, and with it the RT class of the IOCRs
+/// (IEC 61158-6-10 IOCRBlockReq: legacy startup allows RT_CLASS_1, advanced startup requires
+/// RT_CLASS_2 or higher; both classes use the same frame format).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Startup {
+    /// Advanced startup with RT_CLASS_2 FrameIDs (0x8000-0xBBFF), as S7-1500 CPUs connect.
+    #[default]
+    Advanced,
+    /// Legacy startup with RT_CLASS_1 FrameIDs (0xC000-0xF7FF), for older devices.
+    Legacy,
+}
+
+impl Startup {
+    pub fn rt_class(self) -> u8 {
+        match self {
+            Startup::Advanced => IocrProperties::RT_CLASS_2 as u8,
+            Startup::Legacy => IocrProperties::RT_CLASS_1 as u8,
+        }
+    }
+
+    /// The input CR's FrameID for the `n`-th AR of this controller: inside the class's range,
+    /// distinct for up to the range's size of ARs.
+    pub fn input_frame_id(self, n: u32) -> u16 {
+        let r = frame_id_range(iocr::iocr_type::INPUT, self.rt_class())
+            .expect("classes 1 and 2 have a FrameID range");
+        let size = u32::from(*r.end() - *r.start()) + 1;
+        *r.start() + (n % size) as u16
+    }
+}
 
 /// Timing and supervision parameters of an AR.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -35,6 +68,8 @@ pub struct ArTiming {
     pub rta_retries: u16,
     /// CMInitiatorActivityTimeoutFactor (100 ms units).
     pub activity_timeout_factor: u16,
+    /// StartupMode and RT class.
+    pub startup: Startup,
 }
 
 impl Default for ArTiming {
@@ -47,6 +82,7 @@ impl Default for ArTiming {
             rta_timeout_factor: 1,
             rta_retries: 3,
             activity_timeout_factor: 600,
+            startup: Startup::Advanced,
         }
     }
 }
@@ -66,8 +102,8 @@ pub struct ArIds {
     pub initiator_mac: [u8; 6],
     pub initiator_object: Uuid,
     pub station_name: String,
+    /// The input CR's FrameID (the controller chooses it, in the class's range).
     pub input_frame_id: u16,
-    pub output_frame_id: u16,
     pub alarm_ref: u16,
 }
 
@@ -84,7 +120,7 @@ fn cr_block(
         iocr_type: cr_type,
         iocr_reference: reference,
         lt: iocr::LT_PNIO,
-        properties: IocrProperties(IocrProperties::RT_CLASS_1),
+        properties: IocrProperties(u32::from(t.startup.rt_class())),
         data_length: layout.data_length,
         frame_id,
         send_clock_factor: t.send_clock_factor,
@@ -170,16 +206,18 @@ pub fn expected_blocks(model: &DeviceModel) -> Vec<ExpectedSubmoduleBlockReq> {
         .collect()
 }
 
-/// The NDR data (PNIO blocks) of a Connect request.
+/// The Connect request for `model`, checked with the device role's Connect checks.
 pub fn connect_request(
     model: &DeviceModel,
     layout: &IoLayout,
     ids: &ArIds,
     t: &ArTiming,
-) -> Result<Vec<u8>, String> {
-    let e = |e: pn_protocol::wire::Error| format!("cannot encode Connect: {e}");
-    let mut w = Writer::new();
-    ArBlockReq {
+) -> Result<ConnectRequest, String> {
+    let startup = match t.startup {
+        Startup::Advanced => ArProperties::STARTUP_MODE_ADVANCED,
+        Startup::Legacy => 0,
+    };
+    let mut req = ConnectRequest::new(ArBlockReq {
         version: (1, 0),
         ar_type: ar::ar_type::IOCAR,
         ar_uuid: ids.ar_uuid,
@@ -187,40 +225,31 @@ pub fn connect_request(
         cm_initiator_mac: ids.initiator_mac,
         cm_initiator_object_uuid: ids.initiator_object,
         properties: ArProperties(
-            ArProperties::STATE_ACTIVE
-                | ArProperties::PARAMETERIZATION_SERVER
-                | ArProperties::STARTUP_MODE_ADVANCED,
+            ArProperties::STATE_ACTIVE | ArProperties::PARAMETERIZATION_SERVER | startup,
         ),
         cm_initiator_activity_timeout_factor: t.activity_timeout_factor,
         cm_initiator_udp_rt_port: 0x8892,
         cm_initiator_station_name: ids.station_name.clone(),
-    }
-    .emit(&mut w)
-    .map_err(e)?;
-    cr_block(
+    });
+    req.iocrs.push(cr_block(
         iocr::iocr_type::INPUT,
         1,
         ids.input_frame_id,
         &layout.input,
         model.api,
         t,
-    )
-    .emit(&mut w)
-    .map_err(e)?;
-    cr_block(
+    ));
+    // The device chooses the output CR's FrameID.
+    req.iocrs.push(cr_block(
         iocr::iocr_type::OUTPUT,
         2,
-        ids.output_frame_id,
+        FRAME_ID_DEVICE_CHOOSES,
         &layout.output,
         model.api,
         t,
-    )
-    .emit(&mut w)
-    .map_err(e)?;
-    for b in expected_blocks(model) {
-        b.emit(&mut w).map_err(e)?;
-    }
-    AlarmCrBlockReq {
+    ));
+    req.expected = expected_blocks(model);
+    req.alarm_cr = Some(AlarmCrBlockReq {
         version: (1, 0),
         alarm_cr_type: alarm_cr::ALARM_CR_TYPE,
         lt: iocr::LT_PNIO,
@@ -231,16 +260,31 @@ pub fn connect_request(
         max_alarm_data_length: 200,
         tag_header_high: TagHeader::new(0, 6),
         tag_header_low: TagHeader::new(0, 5),
+    });
+    // The block order of Siemens and Phoenix controllers (every real Connect request in the
+    // fixtures): AR, IOCR*, ExpectedSubmodule*, AlarmCR.
+    req.wire_order = [
+        ar::BLOCK_TYPE_REQ,
+        iocr::BLOCK_TYPE_REQ,
+        iocr::BLOCK_TYPE_REQ,
+    ]
+    .into_iter()
+    .chain(req.expected.iter().map(|_| expected::BLOCK_TYPE))
+    .chain([alarm_cr::BLOCK_TYPE_REQ])
+    .collect();
+    if let Err(st) = check_connect(&req, &ConnectLimits::default()) {
+        return Err(format!(
+            "this Connect request would be refused by a standard device ({st}); check the \
+             timing options"
+        ));
     }
-    .emit(&mut w)
-    .map_err(e)?;
-    Ok(w.into_inner())
+    Ok(req)
 }
 
 /// What a positive Connect response told us.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ConnectResult {
-    pub ar: Option<ArBlockRes>,
+    pub ar: Option<ar::ArBlockRes>,
     pub input_frame_id: Option<u16>,
     pub output_frame_id: Option<u16>,
     pub device_alarm_ref: Option<u16>,
@@ -250,36 +294,24 @@ pub struct ConnectResult {
     pub other_blocks: Vec<u16>,
 }
 
-/// Parse the blocks of a Connect response.
+/// Parse the blocks of a Connect response (the protocol crate's parser).
 pub fn parse_connect_response(data: &[u8]) -> Result<ConnectResult, String> {
-    let mut out = ConnectResult::default();
-    for b in blocks(data) {
-        let b = b.map_err(|e| format!("Connect response: {e}"))?;
-        let err = |e: pn_protocol::wire::Error| {
-            format!("Connect response block {:#06x}: {e}", b.block_type())
-        };
-        match b.block_type() {
-            ar::BLOCK_TYPE_RES => out.ar = Some(ArBlockRes::parse(&b).map_err(err)?),
-            iocr::BLOCK_TYPE_RES => {
-                let r = IocrBlockRes::parse(&b).map_err(err)?;
-                match r.iocr_type {
-                    iocr::iocr_type::INPUT => out.input_frame_id = Some(r.frame_id),
-                    iocr::iocr_type::OUTPUT => out.output_frame_id = Some(r.frame_id),
-                    _ => {}
-                }
-            }
-            alarm_cr::BLOCK_TYPE_RES => {
-                let r = AlarmCrBlockRes::parse(&b).map_err(err)?;
-                out.device_alarm_ref = Some(r.local_alarm_reference);
-                out.max_alarm_data_length = Some(r.max_alarm_data_length);
-            }
-            module_diff::BLOCK_TYPE => {
-                out.module_diff = Some(ModuleDiffBlock::parse(&b).map_err(err)?)
-            }
-            t => out.other_blocks.push(t),
-        }
-    }
-    Ok(out)
+    let r = ConnectResponse::parse(data).map_err(|e| format!("Connect response: {e}"))?;
+    let frame_id = |t| {
+        r.iocrs
+            .iter()
+            .find(|c| c.iocr_type == t)
+            .map(|c| c.frame_id)
+    };
+    Ok(ConnectResult {
+        input_frame_id: frame_id(iocr::iocr_type::INPUT),
+        output_frame_id: frame_id(iocr::iocr_type::OUTPUT),
+        device_alarm_ref: r.alarm_cr.as_ref().map(|a| a.local_alarm_reference),
+        max_alarm_data_length: r.alarm_cr.as_ref().map(|a| a.max_alarm_data_length),
+        ar: r.ar,
+        module_diff: r.module_diff,
+        other_blocks: r.other.iter().map(|b| b.block_type()).collect(),
+    })
 }
 
 /// A readable summary of a ModuleDiffBlock: one line per module/submodule that is not proper.
@@ -335,38 +367,87 @@ pub fn describe_module_diff(d: &ModuleDiffBlock) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::model::sample_model;
+    use pn_protocol::machine::cmdev::connect::parse_connect;
+    use pn_protocol::wire::pnio::block::blocks;
 
-    pub(crate) fn ids() -> ArIds {
+    pub(crate) fn ids(startup: Startup) -> ArIds {
         ArIds {
             ar_uuid: Uuid([7; 16]),
             session_key: 1,
             initiator_mac: [2, 0, 0, 0, 0, 1],
             initiator_object: Uuid::pnio_object(1, 1, 0),
             station_name: "pn-controller".into(),
-            input_frame_id: 0x8000,
-            output_frame_id: 0x8001,
+            input_frame_id: startup.input_frame_id(0),
             alarm_ref: 1,
         }
     }
 
-    #[test]
-    fn connect_request_blocks_round_trip() {
+    fn request(startup: Startup) -> Vec<u8> {
         let m = sample_model();
-        let l = m.layout();
-        let data = connect_request(&m, &l, &ids(), &ArTiming::default()).unwrap();
+        let t = ArTiming {
+            startup,
+            ..ArTiming::default()
+        };
+        connect_request(&m, &m.layout(), &ids(startup), &t)
+            .unwrap()
+            .emit()
+            .unwrap()
+    }
+
+    #[test]
+    fn connect_request_blocks_in_the_order_s7_controllers_send() {
+        let data = request(Startup::Advanced);
         let types: Vec<u16> = blocks(&data).map(|b| b.unwrap().block_type()).collect();
         assert_eq!(types, vec![0x0101, 0x0102, 0x0102, 0x0104, 0x0104, 0x0103]);
-        let bs: Vec<_> = blocks(&data).map(|b| b.unwrap()).collect();
-        let a = ArBlockReq::parse(&bs[0]).unwrap();
-        assert_eq!(a.cm_initiator_station_name, "pn-controller");
-        let i = IocrBlockReq::parse(&bs[1]).unwrap();
+        let req = parse_connect(&data).unwrap();
+        assert_eq!(req.ar.cm_initiator_station_name, "pn-controller");
+        let i = &req.iocrs[0];
         assert_eq!(i.data_length, 40);
         assert_eq!(i.apis[0].io_data_objects.len(), 4);
         assert_eq!(i.apis[0].iocs.len(), 1);
-        let e = ExpectedSubmoduleBlockReq::parse(&bs[4]).unwrap();
         assert_eq!(
-            e.modules[0].submodules[0].properties.io_type(),
+            req.expected[1].modules[0].submodules[0]
+                .properties
+                .io_type(),
             SubmoduleProperties::TYPE_INPUT_OUTPUT
         );
+    }
+
+    /// The startup mode decides the RT class and the FrameID range (p-net refused every
+    /// Connect of the old controller: advanced startup with RT_CLASS_1, DB 81 02 07).
+    #[test]
+    fn startup_mode_sets_rt_class_and_frame_ids_a_standard_device_accepts() {
+        for (startup, advanced, class, input) in [
+            (Startup::Advanced, true, 2, 0x8000),
+            (Startup::Legacy, false, 1, 0xC000),
+        ] {
+            let req = parse_connect(&request(startup)).unwrap();
+            assert_eq!(req.ar.properties.startup_mode_advanced(), advanced);
+            for c in &req.iocrs {
+                assert_eq!(c.properties.rt_class(), class);
+            }
+            assert_eq!(req.iocrs[0].frame_id, input);
+            assert_eq!(req.iocrs[1].frame_id, 0xFFFF, "the device chooses");
+            assert_eq!(check_connect(&req, &ConnectLimits::default()), Ok(()));
+        }
+    }
+
+    #[test]
+    fn input_frame_ids_stay_in_the_class_range() {
+        for n in [0, 1, 0x3BFF, 0x3C00, 0xFFFF_FFFF] {
+            assert!((0x8000..=0xBBFF).contains(&Startup::Advanced.input_frame_id(n)));
+            assert!((0xC000..=0xF7FF).contains(&Startup::Legacy.input_frame_id(n)));
+        }
+    }
+
+    #[test]
+    fn a_request_a_device_must_refuse_is_not_built() {
+        let m = sample_model();
+        let t = ArTiming {
+            reduction_ratio: 3,
+            ..ArTiming::default()
+        };
+        let e = connect_request(&m, &m.layout(), &ids(Startup::Advanced), &t).unwrap_err();
+        assert!(e.contains("DB 81 02 0B") || e.contains("0xdb81020b"), "{e}");
     }
 }

@@ -42,6 +42,7 @@ use crate::model::{DeviceModel, IoLayout};
 use crate::netif::{InterfaceInfo, RawSocket};
 use crate::rtsched::{self, RealtimeApplied, RealtimeOptions};
 use crate::Error;
+use pn_protocol::machine::cmdev::connect::FRAME_ID_DEVICE_CHOOSES;
 
 /// Configuration of a controller instance.
 #[derive(Debug, Clone)]
@@ -227,6 +228,8 @@ pub(crate) struct ArInner {
     /// (input FrameID << 16) | output FrameID.
     pub frame_ids: AtomicU32,
     pub phase: AtomicU8,
+    /// When data exchange began (ns of `rtsched::now`; 0 = not yet).
+    pub data_since_ns: AtomicU64,
     /// Output area (PROFINET outputs), written by the API.
     pub outputs: Mutex<Vec<u8>>,
     /// Latest inputs, written by the receive thread.
@@ -358,6 +361,10 @@ impl Shared {
                 ArState::DataExchange => phase::DATA_EXCHANGE,
                 ArState::Released | ArState::Aborted(_) => phase::ENDED,
             };
+            if ph == phase::DATA_EXCHANGE {
+                ar.data_since_ns
+                    .store(rtsched::now().as_nanos().max(1), Ordering::Release);
+            }
             ar.phase.store(ph, Ordering::Release);
         }
         ar.cond.notify_all();
@@ -926,15 +933,10 @@ impl ArInner {
         let (in_id, _) = self.frame_ids();
         if let Ok(t) = CyclicTiming::new(self.timing.send_clock_factor, self.timing.reduction_ratio)
         {
-            // Grace of one second for the first frame, then DataHoldFactor x cycle.
-            let c = Consumer::new(
-                FrameId(in_id),
-                t,
-                self.timing.data_hold_factor,
-                now + Duration::from_millis(1000),
-            )
-            .with_source(self.mac())
-            .with_c_sdu_len(self.layout.input.data_length as usize);
+            // The first frame within first_frame_timeout, then DataHoldFactor x cycle.
+            let c = Consumer::new(FrameId(in_id), t, self.timing.data_hold_factor, now)
+                .with_source(self.mac())
+                .with_c_sdu_len(self.layout.input.data_length as usize);
             if let Some(old) = io.consumer.replace(c) {
                 let o = old.stats();
                 let b = &mut io.consumer_base;
@@ -1007,6 +1009,17 @@ impl ArInner {
         )
     }
 
+    /// `Faults::first_output_after_app_ready`: no output frame yet.
+    fn holding_first_output(&self, f: &Faults, ph: u8, slot: Instant) -> bool {
+        let Some(d) = f.first_output_after_app_ready else {
+            return false;
+        };
+        let since = self.data_since_ns.load(Ordering::Acquire);
+        ph != phase::DATA_EXCHANGE
+            || since == 0
+            || slot.as_nanos() < since.saturating_add(d.as_nanos() as u64)
+    }
+
     /// Build and send the output frame if due.
     fn send_outputs(&self, sh: &Shared, slot: Instant) {
         let ph = self.phase.load(Ordering::Acquire);
@@ -1071,7 +1084,7 @@ impl ArInner {
         self.provider_missed
             .store(st.missed_slots, Ordering::Relaxed);
         if let Some(n) = sent {
-            if f.stop_outputs {
+            if f.stop_outputs || self.holding_first_output(&f, ph, slot) {
                 return;
             }
             let frame = &mut io.frame[..n];
@@ -1329,15 +1342,13 @@ impl Controller {
         };
         let layout = model.layout();
         let id = sh.next_id.fetch_add(1, Ordering::Relaxed);
-        let n = (id as u16).wrapping_mul(2) & 0x3FFF;
         let ids = ArIds {
             ar_uuid: random_uuid(),
             session_key: (id as u16).wrapping_add(1),
             initiator_mac: sh.info.mac.0,
             initiator_object: Uuid::pnio_object(1, 0x0001, 0x00FF),
             station_name: sh.cfg.station_name.clone(),
-            input_frame_id: 0x8000 + n,
-            output_frame_id: 0x8001 + n,
+            input_frame_id: cfg.timing.startup.input_frame_id(id),
             alarm_ref: id as u16,
         };
         let mut timing = cfg.timing;
@@ -1368,9 +1379,11 @@ impl Controller {
             outputs: Mutex::new(outputs),
             inputs: Mutex::new(Inputs::default()),
             phase: AtomicU8::new(phase::CONNECTING),
+            data_since_ns: AtomicU64::new(0),
             faults: Mutex::new(cfg.faults),
+            // The output FrameID is the device's choice, known from the Connect response.
             frame_ids: AtomicU32::new(
-                (u32::from(ids.input_frame_id) << 16) | u32::from(ids.output_frame_id),
+                (u32::from(ids.input_frame_id) << 16) | u32::from(FRAME_ID_DEVICE_CHOOSES),
             ),
             alarm: Mutex::new(None),
             module_diff: Mutex::new(None),
@@ -1439,7 +1452,9 @@ impl ArHandle {
         let a = &self.ar;
         let sh = &self.shared;
         let req = cmreq::connect_request(&a.model, &a.layout, &a.ids, &a.timing)
-            .map_err(Error::Protocol)?;
+            .map_err(Error::Config)?
+            .emit()
+            .map_err(|e| Error::Protocol(format!("cannot encode Connect: {e}")))?;
         let resp = self.call(rpc::opnum::CONNECT, req, 4096)?;
         let result = cmreq::parse_connect_response(&resp.data).map_err(Error::Protocol)?;
         if let Some(d) = &result.module_diff {
@@ -1466,8 +1481,19 @@ impl ArHandle {
                 "device MAC unknown (no DCP answer, no ARBlockRes)".into(),
             ));
         }
-        let in_id = result.input_frame_id.unwrap_or(a.ids.input_frame_id);
-        let out_id = result.output_frame_id.unwrap_or(a.ids.output_frame_id);
+        let (Some(in_id), Some(out_id)) = (result.input_frame_id, result.output_frame_id) else {
+            return Err(Error::Protocol(
+                "the Connect response lacks an IOCRBlockRes for the input or the output CR".into(),
+            ));
+        };
+        if in_id != a.ids.input_frame_id {
+            tracing::warn!(
+                ar = a.id,
+                "the device answered input FrameID {in_id:#06x} for the requested {:#06x}; \
+                 using the device's",
+                a.ids.input_frame_id
+            );
+        }
         a.frame_ids.store(
             (u32::from(in_id) << 16) | u32::from(out_id),
             Ordering::Release,
@@ -1494,14 +1520,9 @@ impl ArHandle {
             a.tx.lock().unwrap_or_else(|p| p.into_inner()).provider =
                 Some(Provider::new(eth, FrameId(out_id), t, first, 0));
             io.consumer = Some(
-                Consumer::new(
-                    FrameId(in_id),
-                    t,
-                    a.timing.data_hold_factor,
-                    now + Duration::from_millis(1000),
-                )
-                .with_source(a.mac())
-                .with_c_sdu_len(a.layout.input.data_length as usize),
+                Consumer::new(FrameId(in_id), t, a.timing.data_hold_factor, now)
+                    .with_source(a.mac())
+                    .with_c_sdu_len(a.layout.input.data_length as usize),
             );
             io.started_at = now;
         }

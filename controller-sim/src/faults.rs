@@ -46,6 +46,9 @@ pub struct Faults {
     pub corrupt_frames: bool,
     pub app_ready: AppReadyFault,
     pub alarm_ack: AlarmAckFault,
+    /// Send no output frame before this long after the ApplicationReady exchange (profinet-py
+    /// starts its provider some 30 ms after it; an S7 right after the Connect response).
+    pub first_output_after_app_ready: Option<Duration>,
 }
 
 /// Malformed DCP requests (complete Ethernet frames from `src`), each with a label. A robust

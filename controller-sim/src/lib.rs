@@ -55,7 +55,7 @@ pub mod netif;
 pub mod rtsched;
 
 pub use alarms::AlarmRecord;
-pub use cmreq::ArTiming;
+pub use cmreq::{ArTiming, Startup};
 pub use controller::{
     ArConfig, ArHandle, ArState, ArStatus, Controller, ControllerConfig, Event, Inputs, TickStats,
 };

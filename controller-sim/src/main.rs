@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, Parser, Subcommand};
 use pn_controller::{
     parse_mac, ArConfig, ArState, Controller, ControllerConfig, DeviceConfig, DeviceInfo,
-    DeviceModel, Error, Event, Gsdml, MacAddr, RealtimeOptions,
+    DeviceModel, Error, Event, Gsdml, MacAddr, RealtimeOptions, Startup,
 };
 use serde_json::json;
 
@@ -73,6 +73,10 @@ struct DeviceDesc {
     /// Watchdog and data-hold factor of both IOCRs.
     #[arg(long, default_value_t = 3)]
     data_hold_factor: u16,
+    /// StartupMode of the Connect: advanced (RT_CLASS_2 FrameIDs, as S7-1500 CPUs connect) or
+    /// legacy (RT_CLASS_1 FrameIDs, for devices without advanced startup).
+    #[arg(long, value_enum, default_value_t = Startup::Advanced)]
+    startup: Startup,
     /// Run the cyclic thread under SCHED_FIFO with this priority.
     #[arg(long)]
     rt_priority: Option<i32>,
@@ -263,6 +267,7 @@ fn connect(
     ar.timing.reduction_ratio = dev.reduction_ratio;
     ar.timing.watchdog_factor = dev.data_hold_factor;
     ar.timing.data_hold_factor = dev.data_hold_factor;
+    ar.timing.startup = dev.startup;
     ar.initial_outputs = outputs;
     ctl.connect(ar)
 }

@@ -18,18 +18,23 @@ use serde_json::json;
 
 const DHF: u16 = 24;
 
-fn up(
-    tag: &str,
-    faults: Faults,
-) -> Option<(Rig, pn_controller::Controller, pn_controller::ArHandle)> {
+type Up = (Rig, pn_controller::Controller, pn_controller::ArHandle);
+
+/// A rig with an AR at 4 ms and this data-hold factor (None without root, outside CI).
+fn connected(tag: &str, dhf: u16, faults: Faults) -> Option<Up> {
     if !pn_testkit::env::require_root() {
         return None;
     }
     let rig = Rig::start(tag, 4);
     let ctl = rig.controller(128);
     let h = rig
-        .connect(&ctl, 1, DHF, faults)
+        .connect(&ctl, 1, dhf, faults)
         .unwrap_or_else(|e| panic!("connect: {e}\n{}", rig.log()));
+    Some((rig, ctl, h))
+}
+
+fn up(tag: &str, faults: Faults) -> Option<Up> {
+    let (rig, ctl, h) = connected(tag, DHF, faults)?;
     rig.wait("device DataExchange", Duration::from_secs(5), || {
         rig.status()["connected"] == true
     });
@@ -76,6 +81,66 @@ fn stop_outputs_trips_device_watchdog() {
             .contains("watchdog"),
         "{}",
         rig.diag()
+    );
+}
+
+/// A controller that starts its provider some time after the ApplicationReady exchange (as
+/// profinet-py does, about 30 ms after it) must not trip the device: the data-hold supervision
+/// starts with the first valid frame (CPM FRUN -> RUN). Here DataHoldFactor 3 at 4 ms (12 ms)
+/// and the first frame 150 ms after ApplicationReady: the old device, which armed its watchdog
+/// at ApplicationReady, tripped every time (CF 81 FD 05).
+#[test]
+fn late_first_output_frame_does_not_trip() {
+    let faults = Faults {
+        first_output_after_app_ready: Some(Duration::from_millis(150)),
+        ..Faults::default()
+    };
+    let Some((rig, _ctl, h)) = connected("pnf0", 3, faults) else {
+        return;
+    };
+    rig.wait("outputs at the device", Duration::from_secs(3), || {
+        rig.counter("stackFramesRx") >= 25
+    });
+    h.set_outputs(0, &[0x5A, 1, 2, 3]).unwrap();
+    rig.wait("data at the device", Duration::from_secs(2), || {
+        rig.io()["inputHex"].as_str() == Some("5a010203")
+    });
+    let s = rig.status();
+    assert_eq!(s["state"], "DataExchange", "{s}\n{}", rig.log());
+    assert_eq!(rig.counter("watchdogTrips"), 0, "{}", rig.diag());
+    assert_eq!(h.state(), ArState::DataExchange);
+}
+
+/// A controller that never sends an output frame: the device waits for the first one for
+/// `first_frame_timeout` (1 s, or the data-hold time if longer) after ApplicationReady, then
+/// ends the AR with the consumer's reason (CF 81 FD 05) instead of holding it forever.
+#[test]
+fn no_output_frame_at_all_ends_the_ar_after_the_first_frame_bound() {
+    let faults = Faults {
+        first_output_after_app_ready: Some(Duration::from_secs(3600)),
+        ..Faults::default()
+    };
+    let Some((rig, _ctl, h)) = connected("pnf9", 3, faults) else {
+        return;
+    };
+    let t0 = Instant::now();
+    rig.wait("device state Aborted", Duration::from_secs(5), || {
+        device_lost(&rig)
+    });
+    // Not at the data-hold time (12 ms): the first-frame bound.
+    assert!(
+        t0.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert_eq!(rig.counter("watchdogTrips"), 1, "{}", rig.diag());
+    let msg = rig.diag()["message"].as_str().unwrap_or("").to_string();
+    assert!(msg.contains("no output frame"), "{msg}");
+    // The controller was told why: ERR-RTA with "AR consumer DHT expired".
+    rig.wait(
+        "controller saw the abort",
+        Duration::from_secs(2),
+        || matches!(h.state(), ArState::Aborted(m) if m.contains("CF 81 FD 05")),
     );
 }
 

@@ -156,6 +156,6 @@ fn config_settings_and_connect_corpora_replay() {
         }
     }
     for (_, data) in corpus("device_connect_request") {
-        let _ = pn_device::stack::ar::ConnectRequest::parse(&data);
+        let _ = pn_protocol::machine::cmdev::connect::parse_connect(&data);
     }
 }

@@ -218,7 +218,7 @@ fn connect_request() -> ConnectRequest {
         iocr_type: t,
         iocr_reference: r,
         lt: LT_PNIO,
-        properties: IocrProperties(IocrProperties::RT_CLASS_1),
+        properties: IocrProperties(IocrProperties::RT_CLASS_2),
         data_length: 40,
         frame_id: fid,
         send_clock_factor: 32,
@@ -466,7 +466,7 @@ fn connect_request_and_response_both_dreps() {
         assert_eq!(uints(q, "pn_io.watchdog_factor"), vec![3, 3]);
         assert_eq!(uints(q, "pn_io.data_hold_factor"), vec![4, 5]);
         assert_eq!(uints(q, "pn_io.iocr_tag_header"), vec![0xC000, 0xC000]);
-        assert_eq!(uints(q, "pn_io.iocr_properties.rtclass"), vec![1, 1]);
+        assert_eq!(uints(q, "pn_io.iocr_properties.rtclass"), vec![2, 2]);
         assert_eq!(uints(q, "pn_io.number_of_io_data_objects"), vec![3, 1]);
         assert_eq!(uints(q, "pn_io.number_of_iocs"), vec![1, 1]);
         assert_eq!(

@@ -12,6 +12,7 @@ use std::time::Duration as StdDuration;
 
 use pn_controller::netif::{InterfaceInfo, RawSocket};
 use pn_controller::rtsched;
+use pn_protocol::machine::cmdev::connect::response_frame_ids;
 use pn_protocol::machine::cyclic::{Consumer, ConsumerEvent, CyclicTiming, Provider, RxOutcome};
 use pn_protocol::machine::rta::{RtaConfig, RtaEvent, RtaMachine};
 use pn_protocol::time::Duration;
@@ -404,15 +405,22 @@ impl FakeDevice {
                                 status = st;
                             } else if let (Some(arq), Some(acr)) = (arq, acr) {
                                 let _ = ArBlockRes::to_request(&arq, mac.0).emit(&mut w);
-                                let mut input = None;
-                                let mut output = None;
+                                let find = |t| crs.iter().find(|c| c.iocr_type == t).cloned();
+                                let input = find(iocr::iocr_type::INPUT);
+                                let output = find(iocr::iocr_type::OUTPUT);
+                                // FrameIDs as a device answers them (the CMDEV rule).
+                                let (in_id, out_id) = response_frame_ids(
+                                    input.as_ref().unwrap(),
+                                    output.as_ref().unwrap(),
+                                    &[],
+                                );
                                 for cr in &crs {
-                                    let _ = IocrBlockRes::to_request(cr, cr.frame_id).emit(&mut w);
-                                    if cr.iocr_type == iocr::iocr_type::INPUT {
-                                        input = Some(cr.clone())
+                                    let fid = if cr.iocr_type == iocr::iocr_type::INPUT {
+                                        in_id
                                     } else {
-                                        output = Some(cr.clone())
-                                    }
+                                        out_id
+                                    };
+                                    let _ = IocrBlockRes::to_request(cr, fid).emit(&mut w);
                                 }
                                 let _ = AlarmCrBlockRes::to_request(&acr, 0x0042, 200).emit(&mut w);
                                 if cfg.module_diff {
@@ -441,22 +449,18 @@ impl FakeDevice {
                                     vlan: Some(VlanTag::RT_CYCLIC),
                                     ethertype: 0x8892,
                                 };
-                                let consumer = Consumer::new(
-                                    FrameId(o.frame_id),
-                                    t,
-                                    o.data_hold_factor,
-                                    now + Duration::from_millis(2000),
-                                )
-                                .with_source(MacAddr(arq.cm_initiator_mac))
-                                .with_c_sdu_len(o.data_length as usize);
+                                let consumer =
+                                    Consumer::new(FrameId(out_id), t, o.data_hold_factor, now)
+                                        .with_source(MacAddr(arq.cm_initiator_mac))
+                                        .with_c_sdu_len(o.data_length as usize);
                                 *ar.lock().unwrap() = Some(Ar {
                                     ar_uuid: arq.ar_uuid,
                                     session_key: arq.session_key,
                                     ctl_mac: MacAddr(arq.cm_initiator_mac),
-                                    provider: Provider::new(eth, FrameId(i.frame_id), t, now, 0),
+                                    provider: Provider::new(eth, FrameId(in_id), t, now, 0),
                                     consumer,
                                     input_len: i.data_length as usize,
-                                    out_id: o.frame_id,
+                                    out_id,
                                     alarm: RtaMachine::new(RtaConfig::new(
                                         AlarmPriority::Low,
                                         0x0042,

@@ -1,9 +1,12 @@
 #![no_main]
-//! The device stack's own Connect request block parser (NDR data): never panics; an error is
-//! a PNIO status.
+//! The CMDEV Connect parser and checks the device runs (protocol crate): never panic; every
+//! error is a PNIO status.
 
 use libfuzzer_sys::fuzz_target;
+use pn_protocol::machine::cmdev::connect::{check_connect, parse_connect, ConnectLimits};
 
 fuzz_target!(|data: &[u8]| {
-    let _ = pn_device::stack::ar::ConnectRequest::parse(data);
+    if let Ok(req) = parse_connect(data) {
+        let _ = check_connect(&req, &ConnectLimits::default());
+    }
 });

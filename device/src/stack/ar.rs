@@ -9,12 +9,10 @@
 
 use std::collections::BTreeSet;
 
+use pn_protocol::machine::cmdev::connect::{check_connect, response_frame_ids, ConnectLimits};
 use pn_protocol::wire::ethernet::{ethertype, EthernetRepr, MacAddr, VlanTag};
-use pn_protocol::wire::pnio::alarm_cr::AlarmCrBlockReq;
-use pn_protocol::wire::pnio::ar::{ar_type, ArBlockReq};
-use pn_protocol::wire::pnio::block::blocks;
-use pn_protocol::wire::pnio::expected::ExpectedSubmoduleBlockReq;
-use pn_protocol::wire::pnio::iocr::{iocr_type, IocrBlockReq, IocrProperties};
+use pn_protocol::wire::pnio::cm::ConnectRequest;
+use pn_protocol::wire::pnio::iocr::{iocr_type, IocrBlockReq};
 use pn_protocol::wire::pnio::module_diff::{
     ar_info, ident_info, module_state, DiffApi, DiffModule, DiffSubmodule, ModuleDiffBlock,
     SubmoduleState,
@@ -26,32 +24,7 @@ use crate::dataplane::ModuleConfig;
 
 use super::cyclic::{ConsumerJob, CopyItem, ProviderJob, CLOCK_UNIT_NS};
 
-/// PNIOStatus of a rejected Connect.
-pub const fn connect_error(code1: u8, code2: u8) -> PnioStatus {
-    PnioStatus::new(
-        PnioStatus::CODE_CONNECT,
-        PnioStatus::DECODE_PNIO,
-        code1,
-        code2,
-    )
-}
-
-pub mod err1 {
-    pub const AR_BLOCK: u8 = 0x01;
-    pub const IOCR_BLOCK: u8 = 0x02;
-    pub const EXPECTED_BLOCK: u8 = 0x03;
-    pub const ALARM_CR_BLOCK: u8 = 0x04;
-    pub const CMRPC: u8 = 0x40;
-}
-
-pub mod cmrpc {
-    pub const UNKNOWN_BLOCKS: u8 = 0x01;
-    pub const IOCR_MISSING: u8 = 0x02;
-    pub const WRONG_BLOCK_COUNT: u8 = 0x03;
-    pub const NO_AR_RESOURCES: u8 = 0x04;
-    pub const AR_UUID_UNKNOWN: u8 = 0x05;
-    pub const STATE_CONFLICT: u8 = 0x06;
-}
+pub use pn_protocol::machine::cmdev::connect::{cmrpc, connect_error, err1};
 
 /// One configured submodule with its offsets in the process image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,53 +69,6 @@ pub fn layout(modules: &[ModuleConfig], i_area: usize, q_area: usize) -> Vec<Slo
     v
 }
 
-/// A parsed Connect request.
-#[derive(Debug, Clone, Default)]
-pub struct ConnectRequest {
-    pub ar: Option<ArBlockReq>,
-    pub iocrs: Vec<IocrBlockReq>,
-    pub alarm_cr: Option<AlarmCrBlockReq>,
-    pub expected: Vec<ExpectedSubmoduleBlockReq>,
-    /// Other blocks (PrmServer, MCR, ARRPC, ARVendor, ...) by type, ignored.
-    pub other: Vec<u16>,
-}
-
-impl ConnectRequest {
-    pub fn parse(data: &[u8]) -> Result<ConnectRequest, PnioStatus> {
-        let mut c = ConnectRequest::default();
-        for b in blocks(data) {
-            let b = b.map_err(|_| connect_error(err1::CMRPC, cmrpc::UNKNOWN_BLOCKS))?;
-            match b.block_type() {
-                0x0101 => {
-                    if c.ar.is_some() {
-                        return Err(connect_error(err1::CMRPC, cmrpc::WRONG_BLOCK_COUNT));
-                    }
-                    c.ar =
-                        Some(ArBlockReq::parse(&b).map_err(|_| connect_error(err1::AR_BLOCK, 0))?);
-                }
-                0x0102 => c
-                    .iocrs
-                    .push(IocrBlockReq::parse(&b).map_err(|_| connect_error(err1::IOCR_BLOCK, 0))?),
-                0x0103 => {
-                    if c.alarm_cr.is_some() {
-                        return Err(connect_error(err1::CMRPC, cmrpc::WRONG_BLOCK_COUNT));
-                    }
-                    c.alarm_cr = Some(
-                        AlarmCrBlockReq::parse(&b)
-                            .map_err(|_| connect_error(err1::ALARM_CR_BLOCK, 0))?,
-                    );
-                }
-                0x0104 => c.expected.push(
-                    ExpectedSubmoduleBlockReq::parse(&b)
-                        .map_err(|_| connect_error(err1::EXPECTED_BLOCK, 0))?,
-                ),
-                t => c.other.push(t),
-            }
-        }
-        Ok(c)
-    }
-}
-
 /// Everything a successful IO-AR Connect produces.
 #[derive(Debug, Clone)]
 pub struct ConnectPlan {
@@ -159,81 +85,28 @@ pub struct ConnectPlan {
     pub dht_ns: u64,
 }
 
-fn iocr_ok(c: &IocrBlockReq) -> Result<(), PnioStatus> {
-    let e = |f| Err(connect_error(err1::IOCR_BLOCK, f));
-    // Field numbering of ErrorCode2 follows the block layout (p-net pf_cmdev_check_iocr_param).
-    if c.lt != ethertype::PROFINET {
-        return e(6);
-    }
-    let class = c.properties.rt_class() as u32;
-    if class != IocrProperties::RT_CLASS_1 && class != IocrProperties::RT_CLASS_2 {
-        return e(7);
-    }
-    if !(usize::from(rt::C_SDU_MIN_LEN as u16)..=rt::C_SDU_MAX_LEN)
-        .contains(&usize::from(c.data_length))
-    {
-        return e(8);
-    }
-    if !(1..=128).contains(&c.send_clock_factor) {
-        return e(10);
-    }
-    if !(1..=512).contains(&c.reduction_ratio) || !c.reduction_ratio.is_power_of_two() {
-        return e(11);
-    }
-    if c.data_hold_factor == 0 || c.data_hold_factor > 0x1E00 {
-        return e(16);
-    }
-    Ok(())
-}
-
-fn pick_frame_id(requested: u16, class: u32, taken: &[u16]) -> u16 {
-    let (lo, hi) = if class == IocrProperties::RT_CLASS_2 {
-        (0x8000u16, 0xBBFFu16)
-    } else {
-        (0xC000u16, 0xF7FFu16)
-    };
-    if (lo..=hi).contains(&requested) && !taken.contains(&requested) {
-        return requested;
-    }
-    (lo..=hi).find(|f| !taken.contains(f)).unwrap_or(lo)
-}
-
-/// Check an IO-AR connect request against the layout and build the cyclic jobs.
+/// Check an IO-AR connect request (the standard's block checks live in the protocol crate's
+/// CMDEV, [`check_connect`]) against the layout, and build the cyclic jobs.
 /// `taken`: frame IDs already used by other ARs. `safe`: value for unused I bytes.
 pub fn plan_connect(
     req: &ConnectRequest,
+    limits: &ConnectLimits,
     slots: &[SlotEntry],
     own_mac: [u8; 6],
     i_area: usize,
     safe: u8,
     taken: &[u16],
 ) -> Result<ConnectPlan, PnioStatus> {
-    let ar = req
-        .ar
-        .as_ref()
-        .ok_or(connect_error(err1::CMRPC, cmrpc::WRONG_BLOCK_COUNT))?;
-    let inputs: Vec<_> = req
-        .iocrs
-        .iter()
-        .filter(|c| c.iocr_type == iocr_type::INPUT)
-        .collect();
-    let outputs: Vec<_> = req
-        .iocrs
-        .iter()
-        .filter(|c| c.iocr_type == iocr_type::OUTPUT)
-        .collect();
-    if inputs.is_empty() || outputs.is_empty() {
-        return Err(connect_error(err1::CMRPC, cmrpc::IOCR_MISSING));
-    }
-    if inputs.len() > 1 || outputs.len() > 1 || req.iocrs.len() != 2 {
-        return Err(connect_error(err1::IOCR_BLOCK, 4));
-    }
-    if req.alarm_cr.is_none() {
-        return Err(connect_error(err1::CMRPC, cmrpc::WRONG_BLOCK_COUNT));
-    }
-    let (ic, oc) = (inputs[0].clone(), outputs[0].clone());
-    iocr_ok(&ic)?;
-    iocr_ok(&oc)?;
+    check_connect(req, limits)?;
+    let ar = &req.ar;
+    let cr = |t| {
+        req.iocrs
+            .iter()
+            .find(|c| c.iocr_type == t)
+            .cloned()
+            .ok_or(connect_error(err1::CMRPC, cmrpc::IOCR_MISSING))
+    };
+    let (ic, oc) = (cr(iocr_type::INPUT)?, cr(iocr_type::OUTPUT)?);
 
     // Expected submodules against the configuration.
     let mut wrong = BTreeSet::new();
@@ -312,10 +185,7 @@ pub fn plan_connect(
         !wrong.contains(&(slot, subslot)) && entry(slot, subslot).is_some()
     };
 
-    let input_frame_id = pick_frame_id(ic.frame_id, ic.properties.rt_class() as u32, taken);
-    let mut taken2 = taken.to_vec();
-    taken2.push(input_frame_id);
-    let output_frame_id = pick_frame_id(oc.frame_id, oc.properties.rt_class() as u32, &taken2);
+    let (input_frame_id, output_frame_id) = response_frame_ids(&ic, &oc, taken);
 
     // Provider (input CR) frame template.
     let c_sdu = usize::from(ic.data_length);
@@ -431,7 +301,6 @@ pub fn plan_connect(
         dht_ns,
         last_counter: None,
     };
-    let _ = ar_type::IOCAR;
     Ok(ConnectPlan {
         input_frame_id,
         output_frame_id,
@@ -450,11 +319,13 @@ pub fn plan_connect(
 mod tests {
     use super::*;
     use crate::dataplane::SubmoduleConfig;
-    use pn_protocol::wire::pnio::alarm_cr::{AlarmCrProperties, ALARM_CR_TYPE};
-    use pn_protocol::wire::pnio::ar::ArProperties;
+    use pn_protocol::wire::pnio::alarm_cr::{AlarmCrBlockReq, AlarmCrProperties, ALARM_CR_TYPE};
+    use pn_protocol::wire::pnio::ar::{ar_type, ArBlockReq, ArProperties};
+    use pn_protocol::wire::pnio::expected::ExpectedSubmoduleBlockReq;
     use pn_protocol::wire::pnio::expected::{
         DataDescription, ExpectedModule, ExpectedSubmodule, SubmoduleProperties,
     };
+    use pn_protocol::wire::pnio::iocr::IocrProperties;
     use pn_protocol::wire::pnio::iocr::{IoObject, IocrApi, TagHeader, LT_PNIO};
     use pn_protocol::wire::rpc::Uuid;
 
@@ -521,18 +392,21 @@ mod tests {
             descriptions,
         };
         ConnectRequest {
-            ar: Some(ArBlockReq {
+            ar: ArBlockReq {
                 version: (1, 0),
                 ar_type: ar_type::IOCAR,
                 ar_uuid: Uuid::from_bytes([1; 16]),
                 session_key: 1,
                 cm_initiator_mac: [2, 0, 0, 0, 0, 1],
-                cm_initiator_object_uuid: Uuid::from_bytes([3; 16]),
-                properties: ArProperties(ArProperties::STATE_ACTIVE),
+                cm_initiator_object_uuid: Uuid::pnio_object(1, 1, 0),
+                // Legacy startup: RT_CLASS_1 is allowed.
+                properties: ArProperties(
+                    ArProperties::STATE_ACTIVE | ArProperties::PARAMETERIZATION_SERVER,
+                ),
                 cm_initiator_activity_timeout_factor: 100,
                 cm_initiator_udp_rt_port: 0x8892,
                 cm_initiator_station_name: "plc".into(),
-            }),
+            },
             iocrs: vec![
                 iocr(
                     iocr_type::INPUT,
@@ -598,12 +472,21 @@ mod tests {
                 ],
             }],
             other: vec![],
+            wire_order: vec![],
         }
     }
 
     fn plan(req: &ConnectRequest) -> Result<ConnectPlan, PnioStatus> {
         let slots = layout(&modules(), 4, 4);
-        plan_connect(req, &slots, [2, 0, 0, 0, 0, 2], 4, 0xAA, &[])
+        plan_connect(
+            req,
+            &ConnectLimits::default(),
+            &slots,
+            [2, 0, 0, 0, 0, 2],
+            4,
+            0xAA,
+            &[],
+        )
     }
 
     #[test]
@@ -624,7 +507,7 @@ mod tests {
         assert_eq!(p.input_frame_id, 0xC010, "requested input FrameID kept");
         assert_eq!(
             p.output_frame_id, 0xC000,
-            "output FrameID assigned in RT_CLASS_1 range"
+            "output FrameID assigned by the device in the RT_CLASS_1 range"
         );
         assert_eq!(p.period_ns, 2_000_000);
         assert_eq!(p.dht_ns, 6_000_000);

@@ -14,6 +14,7 @@ use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
 use std::time::Duration;
 
+use pn_protocol::machine::cyclic::first_frame_timeout;
 use pn_protocol::machine::rpc_reassembly::{Reassembler, ReassemblyConfig};
 use pn_protocol::time::Instant;
 use pn_protocol::wire::field::Writer;
@@ -38,10 +39,11 @@ use crate::dataplane::{
 use crate::image::{ProcessImage, IOXS_BAD, IOXS_GOOD};
 
 use super::alarms::{AlarmCr, AlarmOutcome};
-use super::ar::{self, cmrpc, connect_error, err1, ConnectRequest, SlotEntry};
+use super::ar::{self, cmrpc, connect_error, err1, SlotEntry};
 use super::cyclic::{mono_ns, CyclicShared};
 use super::records::Records;
 use super::{CtlMsg, PlaneFlags, RawLink};
+use pn_protocol::machine::cmdev::connect::{check_connect, parse_connect, ConnectLimits};
 
 /// The PNIO CM UDP port.
 pub const CM_PORT: u16 = pn_protocol::wire::ip::PNIO_CM_PORT;
@@ -101,6 +103,10 @@ struct IoAr {
     alarm: AlarmCr,
     app_ready: Option<ClientCall>,
     connected_event_sent: bool,
+    /// When the ApplicationReady exchange completed (data exchange began): from here the
+    /// controller's first output frame is awaited for `first_frame_timeout` (the data-hold
+    /// supervision starts only with that frame).
+    data_since_ns: Option<u64>,
 }
 
 struct SupervisorAr {
@@ -404,7 +410,17 @@ impl Cm {
             });
             self.abort_io_ar(&msg, Some(abort_reason::AR_CONSUMER_DHT_EXPIRED));
         }
-        let mut abort: Option<(String, Option<u8>)> = None;
+        let mut abort: Option<(String, Option<u8>)> = self.first_frame_overdue(now_ns);
+        if let Some((msg, _)) = &abort {
+            // The consumer's supervision ended the AR, as a data-hold expiry does.
+            let k = &self.ctx.counters;
+            k.watchdog_trips.fetch_add(1, Ordering::Relaxed);
+            self.event(StackEvent::Alarm {
+                severity: AlarmSeverity::Error,
+                source: "watchdog".into(),
+                message: msg.clone(),
+            });
+        }
         let mut outcomes = Vec::new();
         if let Some(ar) = self.io_ar.as_mut() {
             if ar.phase != ArPhase::Data && now_ns.saturating_sub(ar.started_ns) > ar.cmi_timeout_ns
@@ -488,6 +504,27 @@ impl Cm {
         }
     }
 
+    /// In data exchange without a single valid output frame from the controller for longer
+    /// than `first_frame_timeout` (protocol crate, CPM): the reason to end the AR.
+    fn first_frame_overdue(&self, now_ns: u64) -> Option<(String, Option<u8>)> {
+        let ar = self.io_ar.as_ref()?;
+        let since = ar.data_since_ns?;
+        if self.ctx.cyclic.consumer_frames.load(Ordering::Acquire) != 0 {
+            return None;
+        }
+        let wait = first_frame_timeout(pn_protocol::time::Duration(ar.dht_ns)).as_nanos();
+        (now_ns.saturating_sub(since) > wait).then(|| {
+            (
+                format!(
+                    "watchdog: no output frame from the controller within {} ms after \
+                     ApplicationReady",
+                    wait / 1_000_000
+                ),
+                Some(abort_reason::AR_CONSUMER_DHT_EXPIRED),
+            )
+        })
+    }
+
     // ------------------------------------------------------------------ AR end
 
     fn abort_io_ar(&mut self, reason: &str, rta: Option<u8>) {
@@ -541,9 +578,9 @@ impl Cm {
         };
         ar.phase = ArPhase::Data;
         ar.app_ready = None;
-        if self.ctx.cyclic.dht_ns.load(Ordering::Acquire) == 0 {
-            self.ctx.cyclic.arm_watchdog(ar.dht_ns);
-        }
+        // The data-hold watchdog is armed by the first valid output frame (the receive thread
+        // does it), not here: see `first_frame_overdue`.
+        ar.data_since_ns = Some(mono_ns());
         self.ctx.image.set_device_status(IOXS_GOOD, IOXS_GOOD);
         self.ctx.flags.connected.store(true, Ordering::Release);
         let k = &self.ctx.counters;
@@ -804,23 +841,27 @@ impl Cm {
         h: &RpcHeader,
         from: SocketAddr,
     ) -> (PnioStatus, Vec<u8>) {
-        let c = match ConnectRequest::parse(&req.data) {
+        let c = match parse_connect(&req.data) {
             Ok(c) => c,
-            Err(st) => return (st, Vec::new()),
+            Err(st) => {
+                tracing::warn!("connect rejected: PNIO status {st} (a block cannot be decoded)");
+                return (st, Vec::new());
+            }
         };
-        let Some(arb) = c.ar.clone() else {
-            return (
-                connect_error(err1::CMRPC, cmrpc::WRONG_BLOCK_COUNT),
-                Vec::new(),
+        let limits = ConnectLimits::default();
+        if let Err(st) = check_connect(&c, &limits) {
+            tracing::warn!(
+                controller = %c.ar.cm_initiator_station_name,
+                "connect rejected: PNIO status {st} (the request breaks a rule of the standard's \
+                 Connect blocks)"
             );
-        };
+            return (st, Vec::new());
+        }
+        let arb = c.ar.clone();
         let own_mac = self.ctx.link.mac();
         let cmi_ns = u64::from(arb.cm_initiator_activity_timeout_factor.max(1)) * 100_000_000;
         match arb.ar_type {
             ar_type::IOSAR => {
-                if !c.iocrs.is_empty() || c.alarm_cr.is_some() {
-                    return (connect_error(err1::AR_BLOCK, 4), Vec::new());
-                }
                 self.sup.retain(|s| s.ar_uuid != arb.ar_uuid);
                 if self.sup.len() >= MAX_SUPERVISOR_ARS {
                     return (
@@ -864,6 +905,7 @@ impl Cm {
                 }
                 let plan = match ar::plan_connect(
                     &c,
+                    &limits,
                     &self.slots,
                     own_mac,
                     self.ctx.image.input_len(),
@@ -874,8 +916,8 @@ impl Cm {
                     Err(st) => {
                         tracing::warn!(
                             controller = %arb.cm_initiator_station_name,
-                            "connect rejected: PNIO status {st} (the controller's IO CR timing or \
-                             expected modules do not fit this device's configuration)"
+                            "connect rejected: PNIO status {st} (the controller's IO data \
+                             objects do not fit the frame or this device's configuration)"
                         );
                         return (st, Vec::new());
                     }
@@ -951,6 +993,7 @@ impl Cm {
                     alarm,
                     app_ready: None,
                     connected_event_sent: false,
+                    data_since_ns: None,
                 });
                 (PnioStatus::OK, w.into_inner())
             }

@@ -277,12 +277,6 @@ impl CyclicShared {
         *g = job;
         self.consumer_gen.fetch_add(1, Ordering::Release);
     }
-
-    /// Arm the data-hold watchdog as if a frame had been received now.
-    pub fn arm_watchdog(&self, dht_ns: u64) {
-        self.last_rx_ns.store(mono_ns(), Ordering::Release);
-        self.dht_ns.store(dht_ns, Ordering::Release);
-    }
 }
 
 /// Result of [`consume_frame`].

@@ -470,6 +470,7 @@ impl Peer {
             cm_initiator_object_uuid: Uuid::pnio_object(1, 0x0002, VENDOR),
             properties: ArProperties(
                 ArProperties::STATE_ACTIVE
+                    | ArProperties::PARAMETERIZATION_SERVER
                     | if self.advanced {
                         ArProperties::STARTUP_MODE_ADVANCED
                     } else {
@@ -488,16 +489,22 @@ impl Peer {
             frame_offset,
         };
         // As controllers do: the input CR's FrameID is proposed by the controller, the output
-        // CR's (0xFFFF) is assigned by the device.
+        // CR's (0xFFFF) is assigned by the device. Advanced startup requires RT_CLASS_2 (IEC
+        // 61158-6-10 IOCRBlockReq), legacy startup uses RT_CLASS_1; each has its FrameID range.
+        let (class, input_id) = if self.advanced {
+            (IocrProperties::RT_CLASS_2, 0x8010)
+        } else {
+            (IocrProperties::RT_CLASS_1, 0xC010)
+        };
         let iocr = |ty, reference, objs, iocs| IocrBlockReq {
             version: (1, 0),
             iocr_type: ty,
             iocr_reference: reference,
             lt: LT_PNIO,
-            properties: IocrProperties(IocrProperties::RT_CLASS_1),
+            properties: IocrProperties(class),
             data_length: 40,
             frame_id: if ty == iocr_type::INPUT {
-                0xC010
+                input_id
             } else {
                 0xFFFF
             },

@@ -206,6 +206,24 @@ pub struct ConsumerStats {
     pub watchdog_expiries: u64,
 }
 
+/// How long a consumer waits for the provider's first valid frame before it gives up: one
+/// second, or the data-hold time if that is longer.
+///
+/// The data-hold supervision starts with the first valid frame, not before: IEC 61158-6-10's
+/// CPM waits in W_START/FRUN without counting the data-hold timer and enters RUN, where the
+/// timer runs, with the first valid frame (p-net `src/common/pf_cpm.c`,
+/// `pf_cpm_driver_sw.c`: only RUN counts `dht`). Controllers start their providers at
+/// different points: an S7 right after the Connect response, profinet-py some 30 ms after the
+/// ApplicationReady exchange; a device that armed its data-hold timer at ApplicationReady
+/// tripped every profinet-py AR at 4 ms. The bound keeps a controller that never sends from
+/// holding the AR forever (docs/decisions.md "first frame").
+pub fn first_frame_timeout(data_hold_time: Duration) -> Duration {
+    data_hold_time.max(FIRST_FRAME_TIMEOUT)
+}
+
+/// See [`first_frame_timeout`].
+pub const FIRST_FRAME_TIMEOUT: Duration = Duration::from_millis(1000);
+
 /// The cyclic consumer with its data-hold watchdog.
 #[derive(Debug, Clone)]
 pub struct Consumer {
@@ -221,8 +239,9 @@ pub struct Consumer {
 }
 
 impl Consumer {
-    /// A consumer for `frame_id`; the watchdog is armed from `start` (the controller must
-    /// deliver the first frame within the data-hold time too).
+    /// A consumer for `frame_id`, started at `start`: the provider's first valid frame must
+    /// arrive within [`first_frame_timeout`]; from then on, each new frame within the data-hold
+    /// time.
     pub fn new(
         frame_id: FrameId,
         timing: CyclicTiming,
@@ -237,7 +256,7 @@ impl Consumer {
             expected_src: None,
             c_sdu_len: None,
             data_hold_time: dht,
-            hold_until: Some(start + dht),
+            hold_until: Some(start + first_frame_timeout(dht)),
             last_cycle: None,
             last_status: None,
             stats: ConsumerStats::default(),
@@ -550,17 +569,43 @@ mod tests {
         }
     }
 
+    /// Before the first frame only the first-frame bound applies (CPM FRUN); the data-hold
+    /// time runs from the first valid frame on (RUN).
     #[test]
-    fn watchdog_armed_from_start() {
+    fn data_hold_starts_with_the_first_frame() {
         let t = CyclicTiming::new(32, 1).unwrap();
         let mut c = Consumer::new(FrameId(0x8000), t, 3, Instant::ZERO);
         assert_eq!(c.poll(Instant::from_millis(3)), None);
         assert_eq!(
-            c.poll(Instant::from_micros(3001)),
-            Some(ConsumerEvent::WatchdogExpired)
+            c.poll(Instant::from_millis(500)),
+            None,
+            "no data-hold trip yet"
         );
-        assert_eq!(c.poll(Instant::from_millis(100)), None);
+        assert_eq!(c.poll(Instant::from_millis(1000)), None);
+        assert_eq!(
+            c.poll(Instant::from_micros(1_000_001)),
+            Some(ConsumerEvent::WatchdogExpired),
+            "the first-frame bound"
+        );
+        assert_eq!(c.poll(Instant::from_millis(1100)), None);
         assert_eq!(c.next_deadline(), None);
         assert_eq!(c.stats().watchdog_expiries, 1);
+        // A long data-hold time extends the bound.
+        let t = CyclicTiming::new(32, 512).unwrap(); // 512 ms x 3
+        let mut c = Consumer::new(FrameId(0x8000), t, 3, Instant::ZERO);
+        assert_eq!(c.poll(Instant::from_millis(1536)), None);
+        assert!(c.poll(Instant::from_micros(1_536_001)).is_some());
+    }
+
+    #[test]
+    fn first_frame_timeout_is_at_least_one_second() {
+        assert_eq!(
+            first_frame_timeout(Duration::from_millis(12)),
+            Duration::from_millis(1000)
+        );
+        assert_eq!(
+            first_frame_timeout(Duration::from_millis(1920)),
+            Duration::from_millis(1920)
+        );
     }
 }

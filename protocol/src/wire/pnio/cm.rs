@@ -128,6 +128,14 @@ fn counts_match(order: &[u16], kinds: &[(u16, usize)], other: &[RawBlock]) -> bo
     other_i == other.len() && seen.iter().zip(kinds).all(|(s, (_, n))| s == n)
 }
 
+/// A block list that could not be decoded: the block's type (`None` when the block list itself,
+/// or a required block, is the problem) and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockError {
+    pub block_type: Option<u16>,
+    pub error: Error,
+}
+
 /// A Connect request (controller -> device).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectRequest {
@@ -155,6 +163,13 @@ impl ConnectRequest {
     /// Parse the NDR data of a Connect request. Requires exactly one ARBlockReq and at most one
     /// AlarmCRBlockReq.
     pub fn parse(data: &[u8]) -> Result<ConnectRequest> {
+        Self::parse_located(data).map_err(|e| e.error)
+    }
+
+    /// [`ConnectRequest::parse`], saying which block failed: a device answers a faulty block
+    /// with a PNIOStatus that names the block (see `machine::cmdev::connect`).
+    pub fn parse_located(data: &[u8]) -> core::result::Result<ConnectRequest, BlockError> {
+        let at = |block_type: Option<u16>| move |error: Error| BlockError { block_type, error };
         let mut ar = None;
         let mut out = ConnectRequest {
             ar: placeholder_ar(),
@@ -165,26 +180,36 @@ impl ConnectRequest {
             wire_order: Vec::new(),
         };
         for b in blocks(data) {
-            let b = b?;
+            let b = b.map_err(at(None))?;
             let t = b.block_type();
+            let e = at(Some(t));
             match t {
                 ar::BLOCK_TYPE_REQ => {
-                    if ar.replace(ArBlockReq::parse(&b)?).is_some() {
-                        return Err(Error::Malformed("two ARBlockReq"));
+                    if ar.replace(ArBlockReq::parse(&b).map_err(e)?).is_some() {
+                        return Err(e(Error::Malformed("two ARBlockReq")));
                     }
                 }
-                iocr::BLOCK_TYPE_REQ => out.iocrs.push(IocrBlockReq::parse(&b)?),
+                iocr::BLOCK_TYPE_REQ => out.iocrs.push(IocrBlockReq::parse(&b).map_err(e)?),
                 alarm_cr::BLOCK_TYPE_REQ => {
-                    if out.alarm_cr.replace(AlarmCrBlockReq::parse(&b)?).is_some() {
-                        return Err(Error::Malformed("two AlarmCRBlockReq"));
+                    if out
+                        .alarm_cr
+                        .replace(AlarmCrBlockReq::parse(&b).map_err(e)?)
+                        .is_some()
+                    {
+                        return Err(e(Error::Malformed("two AlarmCRBlockReq")));
                     }
                 }
-                expected::BLOCK_TYPE => out.expected.push(ExpectedSubmoduleBlockReq::parse(&b)?),
+                expected::BLOCK_TYPE => out
+                    .expected
+                    .push(ExpectedSubmoduleBlockReq::parse(&b).map_err(e)?),
                 _ => out.other.push(RawBlock::parse(&b)),
             }
             out.wire_order.push(t);
         }
-        out.ar = ar.ok_or(Error::Malformed("Connect request without ARBlockReq"))?;
+        out.ar = ar.ok_or(BlockError {
+            block_type: None,
+            error: Error::Malformed("Connect request without ARBlockReq"),
+        })?;
         Ok(out)
     }
 
@@ -524,7 +549,8 @@ pub(crate) mod tests {
             iocr_type: t,
             iocr_reference: r,
             lt: LT_PNIO,
-            properties: IocrProperties(IocrProperties::RT_CLASS_1),
+            // Advanced startup: RT_CLASS_2 (what S7-1500 CPUs send; class 1 is legacy-only).
+            properties: IocrProperties(IocrProperties::RT_CLASS_2),
             data_length: 40,
             frame_id: fid,
             send_clock_factor: 32,
