@@ -401,6 +401,17 @@ struct Call {
 }
 
 impl Call {
+    /// The PNIO-CM opnum of the call (0 Connect, 1 Release, 2 Read, 3 Write).
+    fn opnum(&self) -> u64 {
+        let w = &self.what;
+        match () {
+            _ if w.ends_with("Release") => 1,
+            _ if w.starts_with("read") => 2,
+            _ if w.starts_with("write") => 3,
+            _ => 0,
+        }
+    }
+
     fn from(what: String, v: &Value) -> Call {
         Call {
             what,
@@ -562,7 +573,7 @@ fn check_capture(pcap: &Path, calls: &[Call]) -> (usize, Vec<String>) {
         );
         // PNIO-CM is a DCE/RPC sub-dissector (layer pn_io_device): frame.protocols ends at
         // dcerpc, so the opnum field tells that tshark took the frame for PNIO-CM.
-        let want_op = u64::from(call.is_some_and(|c| c.what.ends_with("Release")));
+        let want_op = call.map_or(0, Call::opnum);
         if p.field("pn_io.opnum").and_then(tshark::parse_uint) != Some(want_op) {
             bad.push(format!(
                 "{what}: not dissected as PNIO-CM opnum {want_op}: {} pn_io.opnum {:?}",
@@ -611,6 +622,42 @@ fn check_capture(pcap: &Path, calls: &[Call]) -> (usize, Vec<String>) {
     (packets.len(), bad)
 }
 
+/// A Read or Write for an AR the device does not know is refused with "AR UUID unknown"
+/// (`DF/DE 81 40 05`), and the answer carries the IOD*ResHeader echoing the request (the
+/// ET200SP does so; an answer without it is a malformed packet to tshark, which the capture
+/// check catches).
+fn record_for_unknown_ar(
+    rig: &mut Rig,
+    op: &str,
+    code: u8,
+    calls: &mut Vec<Call>,
+) -> (String, bool) {
+    let v = rig.scapy(&format!("record {op}"));
+    calls.push(Call::from(format!("{op} for an unknown AR"), &v));
+    let want = hex4(&[code, 0x81, 0x40, 0x05]);
+    let mut bad = Vec::new();
+    if status_of(&v) != Some([code, 0x81, 0x40, 0x05]) {
+        bad.push(format!("PNIOStatus {:?}, want {want}", v["pnio_status"]));
+    }
+    let h = &v["res_header"];
+    if h["ar_uuid"] != v["ar_uuid"] {
+        bad.push(format!("no response header echoing the request: {v}"));
+    }
+    if op == "write" && h["status"].as_str() != Some(&want.replace(' ', "").to_lowercase()) {
+        bad.push(format!(
+            "IODWriteResHeader status {}, want {want}",
+            h["status"]
+        ));
+    }
+    let ok = bad.is_empty();
+    let verdict = if ok {
+        "PASS".into()
+    } else {
+        format!("FAIL: {}", bad.join("; "))
+    };
+    (format!("{op} for an unknown AR: {verdict}"), ok)
+}
+
 #[test]
 fn scapy_built_connects_get_the_standard_answers() {
     if !pn_testkit::env::require_root()
@@ -652,6 +699,13 @@ fn scapy_built_connects_get_the_standard_answers() {
             continue;
         }
         let (line, ok) = run_case(&mut rig, &case, &mut calls);
+        if !ok {
+            failures.push(line.clone());
+        }
+        report.push(line);
+    }
+    for (op, code) in [("write", 0xDF), ("read", 0xDE)] {
+        let (line, ok) = record_for_unknown_ar(&mut rig, op, code, &mut calls);
         if !ok {
             failures.push(line.clone());
         }

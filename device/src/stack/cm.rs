@@ -1066,23 +1066,21 @@ impl Cm {
     }
 
     fn op_read(&mut self, req: &PnioRequest, implicit: bool) -> (PnioStatus, Vec<u8>) {
-        let r = match ReadRequest::parse(&req.data) {
-            Ok(r) => r,
-            Err(_) => {
-                return (
-                    status_err(PnioStatus::CODE_READ, err1::CMRPC, cmrpc::UNKNOWN_BLOCKS),
-                    Vec::new(),
-                )
-            }
+        // Every negative answer carries the request's header back (real devices do; an empty
+        // body is a malformed response to tshark).
+        let refuse = |code2| {
+            let st = status_err(PnioStatus::CODE_READ, err1::CMRPC, code2);
+            let body = ReadResponse::refusing(&req.data).and_then(|r| r.to_bytes().ok());
+            (st, body.unwrap_or_default())
+        };
+        let Ok(r) = ReadRequest::parse(&req.data) else {
+            return refuse(cmrpc::UNKNOWN_BLOCKS);
         };
         let hdr = r.header;
         let uuid = Uuid::from_bytes(hdr.ar_uuid);
         if !implicit {
             if !self.ar_known(&uuid) {
-                return (
-                    status_err(PnioStatus::CODE_READ, err1::CMRPC, cmrpc::AR_UUID_UNKNOWN),
-                    Vec::new(),
-                );
+                return refuse(cmrpc::AR_UUID_UNKNOWN);
             }
             self.touch_sup(&uuid);
         }
@@ -1138,21 +1136,19 @@ impl Cm {
     }
 
     fn op_write(&mut self, req: &PnioRequest) -> (PnioStatus, Vec<u8>) {
-        let w = match WriteRequest::parse(&req.data) {
-            Ok(w) => w,
-            Err(_) => {
-                return (
-                    status_err(PnioStatus::CODE_WRITE, err1::CMRPC, cmrpc::UNKNOWN_BLOCKS),
-                    Vec::new(),
-                )
-            }
+        // Every negative answer carries an IODWriteResHeader with the status (as the ET200SP
+        // answers; an empty body is a malformed response to tshark).
+        let refuse = |code2| {
+            let st = status_err(PnioStatus::CODE_WRITE, err1::CMRPC, code2);
+            let body = WriteResponse::refusing(&req.data, st).and_then(|r| r.to_bytes().ok());
+            (st, body.unwrap_or_default())
+        };
+        let Ok(w) = WriteRequest::parse(&req.data) else {
+            return refuse(cmrpc::UNKNOWN_BLOCKS);
         };
         let uuid = Uuid::from_bytes(w.header.ar_uuid);
         if !self.ar_known(&uuid) {
-            return (
-                status_err(PnioStatus::CODE_WRITE, err1::CMRPC, cmrpc::AR_UUID_UNKNOWN),
-                Vec::new(),
-            );
+            return refuse(cmrpc::AR_UUID_UNKNOWN);
         }
         self.touch_sup(&uuid);
         // Remanent records are stored durably (on this thread) before the response is built:

@@ -16,6 +16,8 @@ Commands on stdin, one per line; one JSON object per line on stdout for each:
 
   connect CASE   build and send the Connect of CASE (see CASES, and s7_layout), print the answer
   release        release the AR of the last Connect (IODControlReq 0x0114, opnum Release)
+  record OP      a Read or Write (OP: read, write; IODReadReq / IODWriteReq, one record) for an
+                 AR the device does not know, print the answer and its IOD*ResHeader
   quit           stop the capture, write --pcap, print {"cmd": "quit", "packets": N}, exit
 
 The first line printed is {"cmd": "ready", ...} once the capture runs. The capture (every UDP
@@ -29,7 +31,7 @@ import sys
 import threading
 import uuid
 
-from scapy.all import Ether, IP, UDP, conf, get_if_addr, get_if_hwaddr, sendp, wrpcap  # noqa
+from scapy.all import Ether, IP, Raw, UDP, conf, get_if_addr, get_if_hwaddr, sendp, wrpcap  # noqa
 from scapy.sendrecv import AsyncSniffer
 from scapy.layers.dcerpc import DceRpc4
 from scapy.contrib import pnio_rpc as rpc
@@ -40,6 +42,8 @@ RPC_PORT = 34964  # 0x8894, the PNIO-CM port of the device
 DEVICE_INTERFACE = "dea00001-6c97-11d1-8271-00a02442df7d"
 OPNUM_CONNECT = 0
 OPNUM_RELEASE = 1
+OPNUM_READ = 2
+OPNUM_WRITE = 3
 
 # Generic cases (IEC 61158-6-10 IOCRBlockReq table, as p-net pf_cmdev_check_iocr_param applies
 # it): ARProperties.StartupMode (0 legacy, 1 advanced), IOCRProperties.RTClass and the requested
@@ -341,6 +345,39 @@ class Session:
         return out
 
 
+    def record_unknown_ar(self, op):
+        """A Read or Write (one record, slot 1/1) for an AR the device does not know."""
+        activity = str(uuid.uuid4())
+        ar_uuid = str(uuid.uuid4())
+        if op == "write":
+            data = bytes([1, 2, 3, 4])
+            hdr = rpc.IODWriteReq(seqNum=1, ARUUID=ar_uuid, API=0, slotNumber=1,
+                                  subslotNumber=1, index=0x0001, recordDataLength=len(data))
+            block, opnum = hdr / Raw(data), OPNUM_WRITE
+        else:
+            block = rpc.IODReadReq(seqNum=1, ARUUID=ar_uuid, API=0, slotNumber=1,
+                                   subslotNumber=1, index=0x0001, recordDataLength=1024)
+            opnum = OPNUM_READ
+        pdu = rpc.PNIOServiceReqPDU(args_max=1024, blocks=[block])
+        data, pkt = self.call(self.dce(0, activity, 0, opnum, pdu), activity)
+        out = {"cmd": "record", "op": op, "ar_uuid": ar_uuid, "activity": activity, "seqnum": 0}
+        if pkt is None:
+            out["error"] = "no answer within %.1f s" % self.timeout
+            return out
+        out.update(self.answer(data, pkt))
+        res = pkt.payload
+        if not isinstance(res, rpc.PNIOServiceResPDU):
+            res = rpc.PNIOServiceResPDU(bytes(pkt.payload), _underlayer=pkt)
+        for b in res.blocks:
+            if isinstance(b, (rpc.IODWriteRes, rpc.IODReadRes)):
+                out["res_header"] = {"ar_uuid": str(b.ARUUID), "index": int(b.index),
+                                     "record_data_length": int(b.recordDataLength)}
+                if isinstance(b, rpc.IODWriteRes):
+                    # The same octet-order quirk as PNIOServiceResPDU.status (see answer()).
+                    out["res_header"]["status"] = int(b.status).to_bytes(4, "big").hex()
+        return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iface", required=True)
@@ -380,6 +417,8 @@ def main():
                 emit(s.connect(words[1]))
             elif words[0] == "release":
                 emit(s.release())
+            elif words[0] == "record" and len(words) == 2 and words[1] in ("read", "write"):
+                emit(s.record_unknown_ar(words[1]))
             elif words[0] == "quit":
                 break
             else:

@@ -723,6 +723,15 @@ impl ReadResponse {
         Ok(ReadResponse { header, data })
     }
 
+    /// The negative answer to a Read that could not be served at all (unknown AR, a record
+    /// list that does not decode): the request's header echoed with RecordDataLength 0, as for
+    /// any other read error. `None` when not even the request's header can be read (then there
+    /// is nothing to echo).
+    pub fn refusing(req_data: &[u8]) -> Option<Self> {
+        let h = header_of(req_data).ok()?;
+        ReadReqHeaderRepr::parse(&h).ok().map(|r| Self::empty(&r))
+    }
+
     /// The response header alone (RecordDataLength 0), as sent with a negative PNIOStatus
     /// (e.g. [`rw_error::read`]) in the NDR header of the response (p-net `pf_cmrdr.c`).
     pub fn empty(req: &ReadReqHeaderRepr) -> Self {
@@ -1009,6 +1018,22 @@ impl WriteResponse {
         Ok(WriteResponse { header, records })
     }
 
+    /// The negative answer to a Write that could not be served at all (unknown AR, a record
+    /// list that does not decode): the request's IODWriteResHeader echoed with `status`,
+    /// RecordDataLength 0 and no per-record headers, as the ET200SP answers a Write for an
+    /// unknown AR (fixture `mehner-write-res-err-et200sp`: Index MultipleWrite, Len 0, status
+    /// DF 81 40 05). `None` when not even the request's header can be read.
+    pub fn refusing(req_data: &[u8], status: PnioStatus) -> Option<Self> {
+        let h = header_of(req_data).ok()?;
+        let req = WriteReqHeaderRepr::parse(&h).ok()?;
+        let mut header = WriteResHeaderRepr::answering(&req, status);
+        header.record_data_length = 0;
+        Some(WriteResponse {
+            header,
+            records: Vec::new(),
+        })
+    }
+
     pub fn parse(buf: &[u8]) -> Result<Self> {
         let header = WriteResHeaderRepr::parse(&header_of(buf)?)?;
         let mut records = Vec::new();
@@ -1225,6 +1250,46 @@ mod tests {
         assert_eq!(&b[44..48], &[0xDF, 0x80, 0xB6, 0x00]);
         assert_eq!(WriteResponse::parse(&b).unwrap(), res);
         assert_eq!(res.overall_status().error_code1, 0xB6);
+    }
+
+    /// A refused Read/Write echoes the request's header (the ET200SP's answer to a Write for
+    /// an unknown AR: the header with the status, RecordDataLength 0, no per-record headers).
+    #[test]
+    fn refusals_echo_the_request_header() {
+        let st = PnioStatus::new(0xDF, 0x81, 0x40, 0x05);
+        let req = WriteRequest::multiple(
+            7,
+            AR,
+            vec![WriteRecord {
+                header: WriteReqHeaderRepr {
+                    seq_number: 8,
+                    ar_uuid: AR,
+                    address: RecordAddress::new(0, 1, 1, 0x10),
+                    record_data_length: 2,
+                },
+                data: vec![1, 2],
+            }],
+        )
+        .unwrap();
+        let data = req.to_bytes().unwrap();
+        let r = WriteResponse::refusing(&data, st).unwrap();
+        assert_eq!(r.header.ar_uuid, AR);
+        assert_eq!(r.header.seq_number, 7);
+        assert_eq!(r.header.address.index, index::MULTIPLE_WRITE);
+        assert_eq!((r.header.record_data_length, r.header.status), (0, st));
+        assert!(r.records.is_empty());
+        // Only the header must be readable: a broken record list after it is still answered.
+        let mut cut = data.clone();
+        cut.truncate(HEADER_LEN + 3);
+        assert!(WriteResponse::refusing(&cut, st).is_some());
+        assert!(WriteResponse::refusing(&data[..10], st).is_none());
+        let rr = ReadResponse::refusing(&S7_IM0_READ_REQ).unwrap();
+        assert_eq!((rr.header.record_data_length, rr.data.len()), (0, 0));
+        assert_eq!(rr.header.address.index, 0xAFF0);
+        assert!(
+            ReadResponse::refusing(&data).is_none(),
+            "a write header is no read header"
+        );
     }
 
     #[test]
