@@ -279,6 +279,20 @@ pub enum AlarmSeverity {
     Critical,
 }
 
+/// Why an AR in data exchange ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AbortCause {
+    /// A fault: the watchdog, the link, the alarm transport, a protocol error, the device.
+    #[default]
+    Fault,
+    /// The controller released the AR (a normal end, not a fault).
+    ReleasedByController,
+    /// The controller ended the AR with its ERR-RTA-PDU (its decision, not this device's
+    /// failure).
+    AbortedByController,
+}
+
 /// What the stack reports to the runtime. Send through [`EventSink::send`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(
@@ -295,7 +309,12 @@ pub enum StackEvent {
         controller: String,
     },
     /// Cyclic exchange lost (watchdog, AR abort, release by the controller) (-> `Aborted`).
-    Aborted { reason: String },
+    Aborted {
+        reason: String,
+        /// Who ended it: a fault (the default) or the controller's own decision.
+        #[serde(default)]
+        cause: AbortCause,
+    },
     /// DCP Set NameOfStation. `permanent` = the controller asked to store it remanently.
     DcpNameAssigned { name: String, permanent: bool },
     /// DCP Set IP. `applied` is the result of configuring the address on the host

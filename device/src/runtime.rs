@@ -17,8 +17,8 @@ use tracing::{error, info, warn};
 use crate::alarms::{AlarmItem, Alarms};
 use crate::config::{resolve_nic, RuntimeConfig, Settings};
 use crate::dataplane::{
-    error_code, AlarmSeverity, DataPlane, DiagnosisEntry, EventSink, PlaneStatus, ResetMode,
-    StackCommand, StackConfig, StackEvent, StartFailure, StartMode,
+    error_code, AbortCause, AlarmSeverity, DataPlane, DiagnosisEntry, EventSink, PlaneStatus,
+    ResetMode, StackCommand, StackConfig, StackEvent, StartFailure, StartMode,
 };
 use crate::image::{ProcessImage, WriteError, IOXS_BAD};
 use crate::licence;
@@ -509,18 +509,36 @@ impl Runtime {
                     warn!("ignoring Connected in state {}", sh.state.as_str());
                 }
             }
-            StackEvent::Aborted { reason } => {
+            StackEvent::Aborted { reason, cause } => {
                 if sh.state == RunState::DataExchange {
-                    warn!("cyclic data exchange lost: {reason}");
+                    // The spec's table: DataExchange -> Aborted whoever ended it. A release
+                    // or the controller's own abort is not a fault of this device: it is
+                    // said so, logged as information and raised below Error severity
+                    // (docs/decisions.md §20).
+                    let (what, severity) = match cause {
+                        AbortCause::Fault => ("lost", AlarmSeverity::Error),
+                        AbortCause::ReleasedByController => {
+                            ("ended by the controller", AlarmSeverity::Info)
+                        }
+                        AbortCause::AbortedByController => {
+                            ("ended by the controller", AlarmSeverity::Warning)
+                        }
+                    };
+                    if cause == AbortCause::Fault {
+                        warn!("cyclic data exchange lost: {reason}");
+                    } else {
+                        info!("cyclic data exchange ended by the controller: {reason}");
+                    }
                     sh.state = RunState::Aborted;
                     sh.connected = false;
-                    sh.status_message = format!("cyclic data exchange lost: {reason}");
-                    sh.alarms.raise(
-                        "connection",
-                        AlarmSeverity::Error,
-                        "connection",
-                        &format!("connection aborted: {reason}"),
-                    );
+                    sh.status_message = format!("cyclic data exchange {what}: {reason}");
+                    let message = if cause == AbortCause::Fault {
+                        format!("connection aborted: {reason}")
+                    } else {
+                        format!("connection ended by the controller: {reason}")
+                    };
+                    sh.alarms
+                        .raise("connection", severity, "connection", &message);
                 }
             }
             StackEvent::DcpNameAssigned { name, permanent } => {
@@ -1574,7 +1592,10 @@ mod tests {
         assert!(rt.status()["statusMessage"]
             .as_str()
             .is_some_and(|m| m.contains("exchange with plc")));
-        rt.handle_event(StackEvent::Aborted { reason: "x".into() });
+        rt.handle_event(StackEvent::Aborted {
+            reason: "x".into(),
+            cause: AbortCause::Fault,
+        });
         assert_eq!(rt.state(), RunState::Aborted);
         let s = rt.status();
         assert_eq!(s["statusMessage"], "cyclic data exchange lost: x");

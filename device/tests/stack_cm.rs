@@ -369,3 +369,124 @@ fn stack_cm_garbage_is_survived() {
     peer.release();
     d.wait_state("Aborted");
 }
+
+/// The device's ERR-RTA-PDUs in a capture: (FrameID, PNIOStatus) of every ERR-RTA sent from
+/// `dev_mac`.
+fn device_err_rtas(frames: &[Vec<u8>], dev_mac: [u8; 6]) -> Vec<(u16, [u8; 4])> {
+    use pn_protocol::wire::ethernet::EthernetRepr;
+    use pn_protocol::wire::rta::{RtaPduType, RtaRepr};
+    frames
+        .iter()
+        .filter_map(|f| {
+            let (e, payload) = EthernetRepr::parse_frame(f).ok()?;
+            if e.src.0 != dev_mac || e.ethertype != 0x8892 {
+                return None;
+            }
+            let fid = u16::from_be_bytes([*payload.first()?, *payload.get(1)?]);
+            let rta = RtaRepr::parse(payload.get(2..)?).ok()?;
+            (rta.pdu_type == RtaPduType::Err).then(|| Some((fid, rta.err_status()?.to_bytes())))?
+        })
+        .collect()
+}
+
+/// The controller ends the AR with its own ERR-RTA (CF 81 FD 11 "AR removed", low priority):
+/// the end is the controller's decision, not a fault of the device. The device answers with
+/// the controller's reason on the low-priority channel, as p-net does (it used to send CF 81
+/// FD 08 "alarm send confirmation negative" on the high channel), and its status message, log
+/// and alarm say the controller ended the AR, with no Error alarm.
+#[test]
+fn stack_cm_controller_err_rta_is_answered_with_its_reason() {
+    use pn_protocol::wire::rta::abort_reason;
+    let Some((d, peer_ns)) = rig("ca") else {
+        return;
+    };
+    let mut cap = Capture::start(&peer_ns, "pnc0", 5000);
+    let mut peer = Peer::open(&peer_ns, "pnc0", TIMING);
+    peer.establish();
+    d.wait_state("DataExchange");
+    peer.rta
+        .lock()
+        .unwrap()
+        .abort(abort_reason::status(abort_reason::AR_REMOVED));
+    let s = wait_for("Aborted", Duration::from_secs(5), || {
+        let s = d.status();
+        (s["state"] == "Aborted").then_some(s)
+    });
+    let msg = s["statusMessage"].as_str().unwrap_or("").to_string();
+    assert!(
+        msg.contains("ended by the controller") && msg.contains("CF 81 FD 11 (AR removed)"),
+        "{msg}"
+    );
+    let dev_mac = peer.dev_mac;
+    let errs = wait_for("the device's ERR-RTA", Duration::from_secs(3), || {
+        let e = device_err_rtas(&cap.frames.lock().unwrap(), dev_mac);
+        (!e.is_empty()).then_some(e)
+    });
+    std::thread::sleep(Duration::from_millis(200)); // nothing else may follow
+    let frames = cap.stop();
+    let errs_after = device_err_rtas(&frames, dev_mac);
+    assert_eq!(errs, vec![(0xFE01, [0xCF, 0x81, 0xFD, 0x11])]);
+    assert_eq!(errs_after, errs, "one ERR-RTA, on the low channel");
+    let hist = d.get("/api/alarms/history");
+    let conn: Vec<_> = hist
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["source"] == "connection")
+        .collect();
+    assert_eq!(conn.len(), 1, "{hist}");
+    assert_eq!(conn[0]["severity"], "Warning", "{hist}");
+    assert_eq!(d.get("/api/diag")["watchdogTrips"], 0);
+    if pn_testkit::env::require_tshark() {
+        assert_capture_clean(&frames, "ca", &["pn_rt", "dcerpc", "pn_io"]);
+    }
+}
+
+/// A normal Release by the controller: the state the spec's table gives (Aborted), but the end
+/// is no fault: an Info alarm, a status message that says the controller released the AR, no
+/// ERR-RTA from the device.
+#[test]
+fn stack_cm_release_is_not_a_fault() {
+    let Some((d, peer_ns)) = rig("rl") else {
+        return;
+    };
+    let mut cap = Capture::start(&peer_ns, "pnc0", 5000);
+    let mut peer = Peer::open(&peer_ns, "pnc0", TIMING);
+    peer.establish();
+    d.wait_state("DataExchange");
+    let (ar, key) = (peer.ar_uuid, peer.session_key);
+    let r = peer.release_ar(ar, key);
+    assert!(r.status.is_ok(), "{:?}", r.status);
+    let s = d.status();
+    assert_eq!(s["state"], "Aborted", "{s}");
+    let msg = s["statusMessage"].as_str().unwrap_or("").to_string();
+    assert!(msg.contains("released"), "{msg}");
+    let hist = d.get("/api/alarms/history");
+    let errors: Vec<_> = hist
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["severity"] == "Error" || a["severity"] == "Critical")
+        .collect();
+    assert!(errors.is_empty(), "{hist}");
+    let conn = hist
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["source"] == "connection")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(conn["severity"], "Info", "{hist}");
+    assert!(
+        conn["message"].as_str().unwrap_or("").contains("released"),
+        "{conn}"
+    );
+    assert_eq!(d.get("/api/status")["criticalAlarmCount"], 0);
+    let frames = cap.stop();
+    assert!(device_err_rtas(&frames, peer.dev_mac).is_empty());
+    let log = d.log_text();
+    assert!(
+        !log.contains("WARN pn_device::runtime: cyclic data exchange lost"),
+        "{log}"
+    );
+}

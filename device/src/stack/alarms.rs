@@ -37,8 +37,10 @@ pub enum AlarmOutcome {
         slot: u16,
         subslot: u16,
     },
-    /// Retransmissions exhausted or peer ERR-RTA: the AR must be aborted.
-    Abort(String),
+    /// Retransmissions exhausted: the AR must be aborted (the device's own ERR-RTA reason).
+    TransportFailed(String),
+    /// The controller ended the AR with its ERR-RTA-PDU (this status).
+    ControllerAborted(PnioStatus),
 }
 
 /// The AlarmCR of one AR.
@@ -181,12 +183,10 @@ impl AlarmCr {
                         }
                         Err(_) => {}
                     },
-                    RtaEvent::Timeout { send_seq } => out.push(AlarmOutcome::Abort(format!(
-                        "alarm transport: no acknowledgement for RTA sequence {send_seq}"
-                    ))),
-                    RtaEvent::PeerAbort(st) => {
-                        out.push(AlarmOutcome::Abort(format!("controller sent ERR-RTA {st}")))
-                    }
+                    RtaEvent::Timeout { send_seq } => out.push(AlarmOutcome::TransportFailed(
+                        format!("alarm transport: no acknowledgement for RTA sequence {send_seq}"),
+                    )),
+                    RtaEvent::PeerAbort(st) => out.push(AlarmOutcome::ControllerAborted(st)),
                     RtaEvent::Delivered { .. } | RtaEvent::SequenceError { .. } => {}
                 }
             }
@@ -204,17 +204,16 @@ impl AlarmCr {
         }
     }
 
-    /// ERR-RTA on both channels (abort), returning the frames to send.
+    /// The ERR-RTA-PDU that ends the AR, returning the frames to send. One PDU, on the
+    /// low-priority channel, as p-net's `pf_alarm_apmx_close` sends it and as every device
+    /// abort in the real captures arrives (ET200SP, VersaMax, p-net: Alarm Low). When the
+    /// controller ended the AR with its own ERR-RTA, `status` is its reason, answered back.
     pub fn abort(&mut self, status: PnioStatus) -> Vec<Vec<u8>> {
+        self.low.reply_to_peer_abort(status);
+        self.low.abort(status);
         let mut frames = Vec::new();
-        for (m, eth) in [
-            (&mut self.high, &self.eth_high),
-            (&mut self.low, &self.eth_low),
-        ] {
-            m.abort(status);
-            while let Some(tx) = m.poll_transmit() {
-                frames.push(eth.build(&tx.rt_payload()));
-            }
+        while let Some(tx) = self.low.poll_transmit() {
+            frames.push(self.eth_low.build(&tx.rt_payload()));
         }
         frames
     }

@@ -34,7 +34,8 @@ use pn_protocol::wire::rpc::{
 use pn_protocol::wire::rta::abort_reason;
 
 use crate::dataplane::{
-    AlarmSeverity, DiagnosisEntry, EventSink, SharedCounters, StackCommand, StackConfig, StackEvent,
+    AbortCause, AlarmSeverity, DiagnosisEntry, EventSink, SharedCounters, StackCommand,
+    StackConfig, StackEvent,
 };
 use crate::image::{ProcessImage, IOXS_BAD, IOXS_GOOD};
 
@@ -265,7 +266,7 @@ impl Cm {
             if self.ctx.stop.load(Ordering::Acquire) {
                 self.abort_io_ar(
                     "data plane stopped",
-                    Some(abort_reason::AR_DEVICE_DEACTIVATED),
+                    Some(abort_reason::status(abort_reason::AR_DEVICE_DEACTIVATED)),
                 );
                 self.flush_eth();
                 break;
@@ -316,7 +317,7 @@ impl Cm {
             }
             CtlMsg::Cmd(c) => self.on_command(c),
             CtlMsg::AbortAr { reason, rta_code } => {
-                self.abort_io_ar(&reason, Some(rta_code));
+                self.abort_io_ar(&reason, Some(abort_reason::status(rta_code)));
                 self.sup.clear();
             }
         }
@@ -365,7 +366,7 @@ impl Cm {
             StackCommand::Reset { mode, .. } => {
                 self.abort_io_ar(
                     &format!("reset ({mode:?})"),
-                    Some(abort_reason::DCP_RESET_TO_FACTORY),
+                    Some(abort_reason::status(abort_reason::DCP_RESET_TO_FACTORY)),
                 );
                 self.sup.clear();
             }
@@ -408,9 +409,12 @@ impl Cm {
                 source: "watchdog".into(),
                 message: msg.clone(),
             });
-            self.abort_io_ar(&msg, Some(abort_reason::AR_CONSUMER_DHT_EXPIRED));
+            self.abort_io_ar(
+                &msg,
+                Some(abort_reason::status(abort_reason::AR_CONSUMER_DHT_EXPIRED)),
+            );
         }
-        let mut abort: Option<(String, Option<u8>)> = self.first_frame_overdue(now_ns);
+        let mut abort: Option<(String, Option<PnioStatus>)> = self.first_frame_overdue(now_ns);
         if let Some((msg, _)) = &abort {
             // The consumer's supervision ended the AR, as a data-hold expiry does.
             let k = &self.ctx.counters;
@@ -421,6 +425,7 @@ impl Cm {
                 message: msg.clone(),
             });
         }
+        let mut controller_abort: Option<PnioStatus> = None;
         let mut outcomes = Vec::new();
         if let Some(ar) = self.io_ar.as_mut() {
             if ar.phase != ArPhase::Data && now_ns.saturating_sub(ar.started_ns) > ar.cmi_timeout_ns
@@ -430,7 +435,7 @@ impl Cm {
                         "CMInitiatorActivityTimeout: connect not completed within {} ms",
                         ar.cmi_timeout_ns / 1_000_000
                     ),
-                    Some(abort_reason::AR_CMI_TIMEOUT),
+                    Some(abort_reason::status(abort_reason::AR_CMI_TIMEOUT)),
                 ));
             }
             if let Some(call) = ar.app_ready.as_mut() {
@@ -487,12 +492,24 @@ impl Cm {
                         ),
                     });
                 }
-                AlarmOutcome::Abort(reason) => {
-                    abort = Some((reason, Some(abort_reason::AR_ALARM_SEND_CNF_NEG)));
+                AlarmOutcome::TransportFailed(reason) => {
+                    abort = Some((
+                        reason,
+                        Some(abort_reason::status(abort_reason::AR_ALARM_SEND_CNF_NEG)),
+                    ));
                 }
+                AlarmOutcome::ControllerAborted(st) => controller_abort = Some(st),
             }
         }
-        if let Some((reason, code)) = abort {
+        if let Some(st) = controller_abort {
+            // The controller's own decision, not a fault of this device: its reason is
+            // reported as such and answered back (as p-net does).
+            let reason = format!(
+                "the controller ended the AR with ERR-RTA {}",
+                abort_reason::status_text(st)
+            );
+            self.end_io_ar(&reason, Some(st), AbortCause::AbortedByController);
+        } else if let Some((reason, code)) = abort {
             self.abort_io_ar(&reason, code);
         }
         let t = mono_ns();
@@ -506,7 +523,7 @@ impl Cm {
 
     /// In data exchange without a single valid output frame from the controller for longer
     /// than `first_frame_timeout` (protocol crate, CPM): the reason to end the AR.
-    fn first_frame_overdue(&self, now_ns: u64) -> Option<(String, Option<u8>)> {
+    fn first_frame_overdue(&self, now_ns: u64) -> Option<(String, Option<PnioStatus>)> {
         let ar = self.io_ar.as_ref()?;
         let since = ar.data_since_ns?;
         if self.ctx.cyclic.consumer_frames.load(Ordering::Acquire) != 0 {
@@ -520,14 +537,21 @@ impl Cm {
                      ApplicationReady",
                     wait / 1_000_000
                 ),
-                Some(abort_reason::AR_CONSUMER_DHT_EXPIRED),
+                Some(abort_reason::status(abort_reason::AR_CONSUMER_DHT_EXPIRED)),
             )
         })
     }
 
     // ------------------------------------------------------------------ AR end
 
-    fn abort_io_ar(&mut self, reason: &str, rta: Option<u8>) {
+    /// End the IO AR for `reason`; `rta`: the ERR-RTA status to send to the controller (the
+    /// device's own reason, or the controller's own one answered back).
+    fn abort_io_ar(&mut self, reason: &str, rta: Option<PnioStatus>) {
+        self.end_io_ar(reason, rta, AbortCause::Fault);
+    }
+
+    /// [`Cm::abort_io_ar`] saying who ended the AR.
+    fn end_io_ar(&mut self, reason: &str, rta: Option<PnioStatus>, cause: AbortCause) {
         let Some(mut ar) = self.io_ar.take() else {
             return;
         };
@@ -538,9 +562,9 @@ impl Cm {
             rx.refresh(c);
         }
         c.tripped.store(false, Ordering::Release);
-        if let Some(code) = rta {
+        if let Some(status) = rta {
             if self.link_up {
-                let frames = ar.alarm.abort(abort_reason::status(code));
+                let frames = ar.alarm.abort(status);
                 self.eth_out.extend(frames);
             }
         }
@@ -562,6 +586,7 @@ impl Cm {
         if ar.connected_event_sent {
             self.event(StackEvent::Aborted {
                 reason: reason.to_string(),
+                cause,
             });
         } else {
             self.event(StackEvent::Alarm {
@@ -670,13 +695,13 @@ impl Cm {
                 Ok(r) if r.status.is_ok() => self.enter_data_exchange(),
                 Ok(r) => self.abort_io_ar(
                     &format!("ApplicationReady rejected by the controller: {}", r.status),
-                    Some(abort_reason::AR_RPC_CONTROL_ERROR),
+                    Some(abort_reason::status(abort_reason::AR_RPC_CONTROL_ERROR)),
                 ),
                 Err(_) => {}
             },
             _ => self.abort_io_ar(
                 "ApplicationReady: RPC fault/reject from the controller",
-                Some(abort_reason::AR_RPC_CONTROL_ERROR),
+                Some(abort_reason::status(abort_reason::AR_RPC_CONTROL_ERROR)),
             ),
         }
     }
@@ -884,7 +909,9 @@ impl Cm {
                     if cur.req.ar_uuid == arb.ar_uuid {
                         self.abort_io_ar(
                             "the controller re-ran the connect of this AR",
-                            Some(abort_reason::AR_RE_RUN_ABORTS_EXISTING),
+                            Some(abort_reason::status(
+                                abort_reason::AR_RE_RUN_ABORTS_EXISTING,
+                            )),
                         );
                     } else {
                         return (
@@ -1052,7 +1079,11 @@ impl Cm {
             {
                 return (err(cmrpc::STATE_CONFLICT), Vec::new());
             }
-            self.abort_io_ar("released by the controller", None);
+            self.end_io_ar(
+                "the controller released the AR",
+                None,
+                AbortCause::ReleasedByController,
+            );
             return (PnioStatus::OK, w.into_inner());
         }
         if let Some(p) = self.sup.iter().position(|s| s.ar_uuid == cb.ar_uuid) {

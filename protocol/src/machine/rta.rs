@@ -166,6 +166,8 @@ pub struct RtaMachine {
     tx: VecDeque<RtaTx>,
     events: VecDeque<RtaEvent>,
     closed: bool,
+    /// Closed by the peer's ERR-RTA-PDU, not yet answered (see `reply_to_peer_abort`).
+    closed_by_peer: bool,
     stats: RtaStats,
 }
 
@@ -182,6 +184,7 @@ impl RtaMachine {
             tx: VecDeque::new(),
             events: VecDeque::new(),
             closed: false,
+            closed_by_peer: false,
             stats: RtaStats::default(),
         }
     }
@@ -262,6 +265,20 @@ impl RtaMachine {
         self.close();
     }
 
+    /// Answer the peer's ERR-RTA-PDU with one of ours carrying `status`, although the machine
+    /// closed when it received the peer's (p-net closes the AR with the peer's reason and sends
+    /// that reason back on the low-priority channel: fixture
+    /// `pniors-alarm-low-err-rta-ar-removed-reply-pnet`). Does nothing on a machine that
+    /// was not closed by the peer.
+    pub fn reply_to_peer_abort(&mut self, status: PnioStatus) {
+        if !self.closed_by_peer {
+            return;
+        }
+        self.closed_by_peer = false;
+        let pdu = self.pdu(RtaPduType::Err, self.send_seq, status.to_bytes().to_vec());
+        self.push_tx(pdu);
+    }
+
     fn close(&mut self) {
         self.closed = true;
         self.outstanding = None;
@@ -288,6 +305,7 @@ impl RtaMachine {
             RtaPduType::Err => {
                 let status = pdu.err_status().unwrap_or_default();
                 self.close();
+                self.closed_by_peer = true;
                 self.events.push_back(RtaEvent::PeerAbort(status));
             }
             RtaPduType::Ack => self.apms_ack(pdu.ack_seq, now),

@@ -90,6 +90,60 @@ pub mod abort_reason {
     pub const DCP_RESET_TO_FACTORY: u8 = 0x20;
     pub const PDEV_CHECK_FAILED: u8 = 0x24;
 
+    /// The reason in words (Wireshark `packet-pn.c` ErrorCode2 names for ErrorCode1 0xFD,
+    /// "RTA_ERR_CLS_PROTOCOL"; p-net `pnet_api.h` `PNET_ERROR_CODE_2_ABORT_*`).
+    pub const fn describe(reason: u8) -> &'static str {
+        match reason {
+            CODE_SEQ => "sequence number error",
+            INSTANCE_CLOSED => "instance closed",
+            AR_OUT_OF_MEMORY => "out of memory",
+            AR_ADD_PROVIDER_OR_CONSUMER_FAILED => "adding a provider or consumer failed",
+            AR_CONSUMER_DHT_EXPIRED => "consumer data-hold time (watchdog) expired",
+            AR_CMI_TIMEOUT => "CM initiator activity timeout",
+            AR_ALARM_OPEN_FAILED => "opening the alarm channel failed",
+            AR_ALARM_SEND_CNF_NEG => "alarm send confirmation negative",
+            AR_ALARM_ACK_SEND_CNF_NEG => "alarm acknowledgement send confirmation negative",
+            AR_ALARM_DATA_TOO_LONG => "alarm data too long",
+            AR_ALARM_IND_ERROR => "alarm indication error",
+            AR_RPC_CLIENT_CALL_CNF_NEG => "RPC client call confirmation negative",
+            AR_ABORT_REQ => "abort requested by the application",
+            AR_RE_RUN_ABORTS_EXISTING => "a new Connect for this AR aborts the existing one",
+            AR_RELEASE_IND_RECEIVED => "release indication received",
+            AR_DEVICE_DEACTIVATED => "device deactivated",
+            AR_REMOVED => "AR removed",
+            AR_PROTOCOL_VIOLATION => "protocol violation",
+            AR_NAME_RESOLUTION_ERROR => "name resolution error",
+            AR_RPC_BIND_ERROR => "RPC bind error",
+            AR_RPC_CONNECT_ERROR => "RPC connect error",
+            AR_RPC_READ_ERROR => "RPC read error",
+            AR_RPC_WRITE_ERROR => "RPC write error",
+            AR_RPC_CONTROL_ERROR => "RPC control error",
+            AR_FORBIDDEN_PULL_OR_PLUG => "forbidden pull or plug after the check",
+            AR_AP_REMOVED => "application process removed",
+            AR_LINK_DOWN => "link down",
+            AR_MC_REGISTER_FAILED => "multicast registration failed",
+            NOT_SYNCHRONIZED => "not synchronized",
+            WRONG_TOPOLOGY => "wrong topology",
+            DCP_STATION_NAME_CHANGED => "station name changed by DCP",
+            DCP_RESET_TO_FACTORY => "reset to factory by DCP",
+            PDEV_CHECK_FAILED => "PDev check failed",
+            _ => "unknown reason",
+        }
+    }
+
+    /// An ERR-RTA status in words: "CF 81 FD 11 (AR removed)".
+    pub fn status_text(st: crate::wire::pnio::PnioStatus) -> String {
+        let words = if st.error_code == ERROR_CODE_RTA
+            && st.error_decode == ERROR_DECODE_PNIO
+            && st.error_code1 == ERR_CLS_PROTOCOL
+        {
+            describe(st.error_code2)
+        } else {
+            "not an RTA protocol error"
+        };
+        format!("{st} ({words})")
+    }
+
     /// The PNIOStatus CF 81 FD `reason`.
     pub const fn status(reason: u8) -> crate::wire::pnio::PnioStatus {
         crate::wire::pnio::PnioStatus::new(
