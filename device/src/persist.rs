@@ -37,10 +37,31 @@ pub struct StoredIp {
 pub struct Remanent {
     /// File format version (1).
     pub version: u32,
+    /// A NameOfStation the controller assigned permanently (DCP Set, permanent).
     pub station_name: Option<String>,
+    /// The NameOfStation was erased (ResetToFactory, or a temporary DCP Set, which erases
+    /// the stored name): without an assigned name the device comes up with an empty one, not
+    /// with the configuration's (docs/decisions.md §21).
+    pub name_cleared: bool,
+    /// The configuration's StationName when it was last taken as the device's name: a new
+    /// configuration with another StationName is the operator's decision and wins over an
+    /// erased or an assigned name (`None` in files written before this field existed).
+    pub config_station_name: Option<String>,
     pub ip: Option<StoredIp>,
     pub im: ImRemanent,
     pub records: Vec<StoredRecord>,
+}
+
+impl Remanent {
+    /// The NameOfStation the device starts with: the assigned one, else empty after an
+    /// erasure, else the configuration's.
+    pub fn start_station_name(&self, config_name: &str) -> String {
+        match (&self.station_name, self.name_cleared) {
+            (Some(n), _) => n.clone(),
+            (None, true) => String::new(),
+            (None, false) => config_name.to_string(),
+        }
+    }
 }
 
 /// Outcome of [`Store::load`].
@@ -199,8 +220,11 @@ pub enum Change {
     /// A written record (I&M1-4 or a user record).
     Record(StoredRecord),
     /// ResetToFactory / `POST /api/reset`: communication parameters erased, or everything
-    /// (the file is deleted).
+    /// (the NameOfStation stays erased: the file keeps that).
     Reset(ResetMode),
+    /// The configuration in force has this StationName (at start and after a reload): when it
+    /// differs from the one last taken, it becomes the device's name again.
+    ConfigStationName(String),
 }
 
 impl Change {
@@ -241,14 +265,35 @@ impl Change {
     pub fn applied_to(&self, current: &Remanent) -> Remanent {
         let mut r = current.clone();
         match self {
-            Change::StationName(n) => r.station_name = n.clone(),
+            Change::StationName(n) => {
+                r.station_name = n.clone();
+                r.name_cleared = n.is_none();
+            }
             Change::Ip(ip) => r.ip = *ip,
             Change::Record(rec) => apply_record(&mut r, rec.clone()),
             Change::Reset(ResetMode::Communication) => {
                 r.station_name = None;
+                r.name_cleared = true;
                 r.ip = None;
             }
-            Change::Reset(ResetMode::Factory) => r = Remanent::default(),
+            Change::Reset(ResetMode::Factory) => {
+                r = Remanent {
+                    name_cleared: true,
+                    config_station_name: current.config_station_name.clone(),
+                    ..Remanent::default()
+                }
+            }
+            Change::ConfigStationName(name) => {
+                if r.config_station_name.as_deref() != Some(name.as_str()) {
+                    // A first record (older file) changes nothing else; a changed
+                    // configuration brings its name back.
+                    if r.config_station_name.is_some() {
+                        r.station_name = None;
+                        r.name_cleared = false;
+                    }
+                    r.config_station_name = Some(name.clone());
+                }
+            }
         }
         r
     }
@@ -265,7 +310,6 @@ impl Store {
         let next = change.applied_to(current);
         let dirty = self.dirty.load(Ordering::Acquire);
         let res = match change {
-            Change::Reset(ResetMode::Factory) => self.remove(),
             _ if next == *current && !dirty => Ok(()),
             _ => self.write(&next),
         };
@@ -343,7 +387,7 @@ mod tests {
     }
 
     /// `commit` writes before it returns the new value, skips writes that change nothing,
-    /// deletes the file on a factory reset, and on an error leaves the file as it was.
+    /// and on an error leaves the file as it was.
     fn loaded(s: &Store) -> Remanent {
         match s.load() {
             LoadOutcome::Loaded(r) => r,
@@ -385,8 +429,55 @@ mod tests {
         );
         assert_eq!(loaded(&s).records.len(), 1);
         let r = s.commit(&r, &Change::Reset(ResetMode::Factory)).unwrap();
-        assert_eq!(r, Remanent::default());
-        assert!(matches!(s.load(), LoadOutcome::Missing));
+        // Everything erased; the erased name is remembered, so the configuration's name does
+        // not come back at the next start.
+        let factory = Remanent {
+            name_cleared: true,
+            ..Remanent::default()
+        };
+        assert_eq!(r, factory);
+        assert_eq!(
+            loaded(&s),
+            Remanent {
+                version: 1,
+                ..factory
+            }
+        );
+    }
+
+    /// The NameOfStation a start uses (docs/decisions.md §21): the configuration's until the
+    /// name is assigned or erased; empty after ResetToFactory or a temporary Set; the
+    /// configuration's again when the configuration's StationName changes.
+    #[test]
+    fn station_name_rules() {
+        let apply = |r: &Remanent, c: Change| c.applied_to(r);
+        let fresh = apply(
+            &Remanent::default(),
+            Change::ConfigStationName("cfg".into()),
+        );
+        assert_eq!(fresh.start_station_name("cfg"), "cfg");
+        let assigned = apply(&fresh, Change::StationName(Some("plc-given".into())));
+        assert_eq!(assigned.start_station_name("cfg"), "plc-given");
+        // The same configuration at the next start changes nothing.
+        let again = apply(&assigned, Change::ConfigStationName("cfg".into()));
+        assert_eq!(again, assigned);
+        let temporary = apply(&assigned, Change::StationName(None));
+        assert_eq!(temporary.start_station_name("cfg"), "");
+        for mode in [ResetMode::Communication, ResetMode::Factory] {
+            let reset = apply(&assigned, Change::Reset(mode));
+            assert_eq!(reset.start_station_name("cfg"), "", "{mode:?}");
+            let same_cfg = apply(&reset, Change::ConfigStationName("cfg".into()));
+            assert_eq!(same_cfg.start_station_name("cfg"), "", "{mode:?}");
+            let new_cfg = apply(&reset, Change::ConfigStationName("cfg2".into()));
+            assert_eq!(new_cfg.start_station_name("cfg2"), "cfg2", "{mode:?}");
+        }
+        // A file from before the field existed keeps its assigned name.
+        let old = Remanent {
+            station_name: Some("kept".into()),
+            ..Remanent::default()
+        };
+        let upgraded = apply(&old, Change::ConfigStationName("cfg".into()));
+        assert_eq!(upgraded.start_station_name("cfg"), "kept");
     }
 
     /// The same store made unwritable (its directory reached through a symlink swapped to a

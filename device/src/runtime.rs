@@ -121,6 +121,11 @@ struct Shared {
     /// Configuration the plane instance was started with (kept across soft stops).
     instance: Option<StackConfig>,
     master_station_name: String,
+    /// The device's NameOfStation now (what DCP answers): see `Remanent::start_station_name`.
+    station_name: String,
+    /// A reload changed the configuration's StationName while the stack ran: the device takes
+    /// it at the next start.
+    pending_station_name: Option<String>,
     master_ip: Option<StoredIp>,
     dcp_ip_applied: bool,
     dcp_ip_apply_message: String,
@@ -244,6 +249,17 @@ impl Runtime {
                 Remanent::default()
             }
         };
+        // The configuration's StationName in force: the device's name again when it changed
+        // (docs/decisions.md §21). An invalid configuration (defaults in use) changes nothing.
+        let remanent = if config_error.is_none() {
+            let change = persist::Change::ConfigStationName(config.station_name.clone());
+            store.commit(&remanent, &change).unwrap_or_else(|e| {
+                warn!("persistence: cannot record the configuration's station name: {e}");
+                change.applied_to(&remanent)
+            })
+        } else {
+            remanent
+        };
         let image = ProcessImage::new(config.input_len, config.output_len);
         let (sink, rx) = EventSink::channel();
         let (state, error_code, status_message) = match &config_error {
@@ -258,6 +274,8 @@ impl Runtime {
             status_message,
             link_up: false,
             master_station_name: remanent.station_name.clone().unwrap_or_default(),
+            station_name: remanent.start_station_name(&config.station_name),
+            pending_station_name: None,
             master_ip: remanent.ip,
             dcp_ip_applied: false,
             dcp_ip_apply_message: String::new(),
@@ -413,6 +431,19 @@ impl Runtime {
 
     // ------------------------------------------------------------------ events
 
+    /// Record the configuration's StationName (after a reload); when it changed, the name the
+    /// device takes from it.
+    fn adopt_config_station_name(&self, name: &str) -> Option<String> {
+        let change = persist::Change::ConfigStationName(name.to_string());
+        let before = self.remanent_guard().clone();
+        if let Err(e) = self.commit_remanent(&change) {
+            warn!("persistence: {e}");
+            return None;
+        }
+        let after = self.remanent_guard().clone();
+        (after != before).then(|| after.start_station_name(name))
+    }
+
     /// Make one remanent change durable, then take it as the in-memory value
     /// (docs/decisions.md, "Remanent data is acknowledged after it is durable"). Serialised by
     /// `save_lock`, under which the remanent data changes only here, so memory always equals
@@ -545,6 +576,7 @@ impl Runtime {
                 info!("DCP station name '{name}' (permanent: {permanent})");
                 // The stored name was committed before the Set was answered: a temporary
                 // name erased it (p-net pf_cmina_dcp_set_ind; docs/decisions.md §13).
+                sh.station_name = name.clone();
                 sh.master_station_name = name;
             }
             StackEvent::DcpIpAssigned {
@@ -579,7 +611,7 @@ impl Runtime {
                     let c = &sh.config;
                     self.plane.command(StackCommand::Reset {
                         mode,
-                        station_name: c.station_name.clone(),
+                        station_name: String::new(),
                         ip: c.ip,
                         mask: c.mask,
                         gateway: c.gateway,
@@ -639,6 +671,10 @@ impl Runtime {
     /// [`persist::Change::Reset`]).
     fn apply_reset(&self, sh: &mut Shared, mode: ResetMode) {
         sh.master_station_name.clear();
+        // ResetToFactory leaves the NameOfStation empty (IEC 61158-6-10 as p-net's
+        // pf_cmina_reset applies it), not the configuration's.
+        sh.station_name.clear();
+        sh.pending_station_name = None;
         sh.master_ip = None;
         sh.dcp_ip_applied = false;
         sh.dcp_ip_apply_message.clear();
@@ -658,10 +694,10 @@ impl Runtime {
             mask: c.mask,
             gateway: c.gateway,
         });
-        let station_name = rem
-            .station_name
+        let station_name = sh
+            .pending_station_name
             .clone()
-            .unwrap_or_else(|| c.station_name.clone());
+            .unwrap_or_else(|| sh.station_name.clone());
         let mut sc = StackConfig {
             nic: nic.to_string(),
             station_name,
@@ -792,6 +828,9 @@ impl Runtime {
             sh.alarms.clear("licence");
             sh.alarms.clear("config:nic");
             let sc = self.build_stack_config(&sh, &nic);
+            if let Some(n) = sh.pending_station_name.take() {
+                sh.station_name = n;
+            }
             let reuse = sh
                 .instance
                 .as_ref()
@@ -959,7 +998,18 @@ impl Runtime {
                 let sizes_changed =
                     cfg.input_len != img.input_len() || cfg.output_len != img.output_len();
                 let source = cfg.source.clone();
+                let name = cfg.station_name.clone();
                 sh.config = cfg;
+                drop(sh);
+                let renamed = self.adopt_config_station_name(&name);
+                let mut sh = self.lock();
+                if let Some(n) = renamed {
+                    if sh.state.running() {
+                        sh.pending_station_name = Some(n);
+                    } else {
+                        sh.station_name = n;
+                    }
+                }
                 sh.config_error = None;
                 sh.config_path = target;
                 sh.alarms.clear("config");
@@ -1001,7 +1051,7 @@ impl Runtime {
                 sh.state.running(),
                 StackCommand::Reset {
                     mode,
-                    station_name: c.station_name.clone(),
+                    station_name: String::new(),
                     ip: c.ip,
                     mask: c.mask,
                     gateway: c.gateway,
@@ -1350,11 +1400,7 @@ impl Runtime {
             .map(|i| format!("I&M{i}"))
             .collect();
         let im14 = (1..=4).all(|i| im0.im_supported & (1 << i) != 0);
-        let station = if sh.master_station_name.is_empty() {
-            c.station_name.clone()
-        } else {
-            sh.master_station_name.clone()
-        };
+        let station = sh.station_name.clone();
         json!({
             "vendorId": c.vendor_id,
             "deviceId": c.device_id,

@@ -90,6 +90,19 @@ impl Peer {
         None
     }
 
+    /// Identify All, retried until `within` (the stack may still be starting).
+    fn identify_all(&mut self, within: Duration) -> Option<DcpRepr> {
+        let end = Instant::now() + within;
+        while Instant::now() < end {
+            let xid = self.next_xid();
+            let r = DcpRepr::identify_request_all(xid, 1);
+            if let Some(r) = self.dcp(r, MacAddr::DCP_IDENTIFY, Duration::from_millis(300)) {
+                return Some(r);
+            }
+        }
+        None
+    }
+
     fn set(&mut self, r: DcpRepr) -> Vec<BlockError> {
         let mac = self.dev_mac.expect("device MAC known from an Identify");
         let r = self
@@ -285,7 +298,9 @@ fn l2_daemon_dcp_set_persist_restart_reset_lldp_and_link() {
     assert_eq!(s["masterStationName"], "renamed-by-dcp", "{s}");
     assert_eq!(s["configStationName"], "l2-daemon", "{s}");
 
-    // ResetToFactory (communication parameters): the stored name is gone, also after a restart.
+    // ResetToFactory (communication parameters): the NameOfStation is empty (IEC 61158-6-10,
+    // p-net, the certification probe), at once and after a restart; the configuration's
+    // StationName does not come back (docs/decisions.md §21).
     let xid = peer.next_xid();
     assert_eq!(
         peer.set(DcpRepr::set_reset_to_factory(
@@ -297,23 +312,37 @@ fn l2_daemon_dcp_set_persist_restart_reset_lldp_and_link() {
     wait_for("masterStationName cleared", Duration::from_secs(3), || {
         (d.status()["masterStationName"] == "").then_some(())
     });
-    // The device answers with its configured name at once, not only after a restart.
-    assert!(
-        peer.identify("l2-daemon", Duration::from_secs(3)).is_some(),
-        "configured name not back right after the reset:\n{}",
-        d.log_text()
-    );
+    let empty_name = |peer: &mut Peer| {
+        let r = peer
+            .identify_all(Duration::from_secs(5))
+            .expect("Identify All answered");
+        r.name_of_station().unwrap_or_default().is_empty()
+    };
+    assert!(empty_name(&mut peer), "name not empty after the reset");
+    assert_eq!(d.get("/api/im")["stationName"], "");
+    assert!(peer
+        .identify("l2-daemon", Duration::from_millis(700))
+        .is_none());
     restart(&mut d);
     start_slave(&d);
     assert!(
-        peer.identify("l2-daemon", Duration::from_secs(5)).is_some(),
-        "configured name not back after reset + restart:\n{}",
+        empty_name(&mut peer),
+        "name not empty after reset + restart:\n{}",
         d.log_text()
     );
-    assert_eq!(d.status()["masterStationName"], "");
+    let s = d.status();
+    assert_eq!(s["masterStationName"], "", "{s}");
+    assert_eq!(s["configStationName"], "l2-daemon", "{s}");
+    assert_eq!(d.get("/api/im")["stationName"], "");
 
-    // A temporary name is used at once and is not stored (the stored-value semantics of a
-    // temporary Set are the runtime's; see docs/protocol-notes/device-l2.md, gap 1).
+    // A temporary name is used at once and is not stored; it erases the stored name, so after
+    // a restart the name is empty again (p-net pf_cmina_dcp_set_ind).
+    let xid = peer.next_xid();
+    let perm = NameOfStation::new("perm-name").unwrap();
+    assert_eq!(
+        peer.set(DcpRepr::set_name(xid, &perm, true)),
+        vec![BlockError::OK]
+    );
     let xid = peer.next_xid();
     let temp = NameOfStation::new("temp-name").unwrap();
     assert_eq!(
@@ -324,13 +353,34 @@ fn l2_daemon_dcp_set_persist_restart_reset_lldp_and_link() {
         (d.status()["masterStationName"] == "temp-name").then_some(())
     });
     assert!(peer.identify("temp-name", Duration::from_secs(2)).is_some());
+    assert_eq!(d.get("/api/im")["stationName"], "temp-name");
     restart(&mut d);
     start_slave(&d);
     assert!(
-        peer.identify("l2-daemon", Duration::from_secs(5)).is_some(),
-        "configured name not back after a temporary set + restart:\n{}",
+        empty_name(&mut peer),
+        "name not empty after a temporary set + restart:\n{}",
         d.log_text()
     );
+
+    // The operator changes the configuration's StationName: a deliberate new configuration,
+    // taken at the next start.
+    write_config(&d.path("device.xml"), "l2-renamed", Some("pnl0"), 4, 4);
+    let r = d.post("/api/config/reload", serde_json::json!({}));
+    assert_eq!(r["ok"], true, "{r}");
+    d.post_empty("/api/stop");
+    start_slave(&d);
+    assert!(
+        peer.identify("l2-renamed", Duration::from_secs(5))
+            .is_some(),
+        "the new configured name is not taken:\n{}",
+        d.log_text()
+    );
+    assert_eq!(d.status()["configStationName"], "l2-renamed");
+    restart(&mut d);
+    start_slave(&d);
+    assert!(peer
+        .identify("l2-renamed", Duration::from_secs(5))
+        .is_some());
 
     // Link down / up at the peer end: linkUp in GET /api/diag.
     wait_for("linkUp", Duration::from_secs(3), || {

@@ -510,7 +510,7 @@ fn l2_wire_set_name_ip_signal_reset_and_block_errors() {
             .then_some(())
     });
     rig.l2.set_ar_active(false);
-    // ResetToFactory (communication parameters): configured name and IP come back.
+    // ResetToFactory (communication parameters): the name is empty, the configured IP back.
     assert_eq!(
         rig.set_errors(&DcpRepr::set_reset_to_factory(
             0x330,
@@ -524,7 +524,11 @@ fn l2_wire_set_name_ip_signal_reset_and_block_errors() {
             mode: ResetMode::Communication,
         }
     });
-    assert_eq!(rig.get_name(0x331), NAME);
+    assert_eq!(
+        rig.get_name(0x331),
+        "",
+        "ResetToFactory empties the NameOfStation"
+    );
     wait_for("configured IP back", Duration::from_secs(3), || {
         let a = rig.dev_addrs();
         (a.contains("10.47.0.2/24") && !a.contains("10.47.0.9")).then_some(())

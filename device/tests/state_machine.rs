@@ -12,7 +12,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 const NIC: &str = "pnd0";
 
@@ -596,7 +596,13 @@ fn sim_persistence_survives_kill9_and_factory_reset_clears() {
     d.spawn();
     assert_eq!(d.get("/api/im")["im1TagFunction"], "");
     assert_eq!(d.get("/api/records")["count"], 0);
-    assert!(!d.path("persist/remanent.json").exists());
+    // What stays on disk is only that the NameOfStation was erased (docs/decisions.md §21).
+    let v: Value =
+        serde_json::from_slice(&std::fs::read(d.path("persist/remanent.json")).unwrap()).unwrap();
+    assert_eq!(v["stationName"], Value::Null, "{v}");
+    assert_eq!(v["nameCleared"], true, "{v}");
+    assert_eq!(v["records"], json!([]), "{v}");
+    assert_eq!(d.get("/api/im")["stationName"], "");
 }
 
 /// DCP ResetToFactory from the controller acts like POST /api/reset factory.

@@ -639,8 +639,11 @@ impl DcpResponder {
                 reason: "DCP reset to factory",
             });
         }
-        let (n, i, m, g) = self.configured.clone();
-        self.reset_to(&n, i, m, g);
+        // The NameOfStation becomes empty, not the configuration's: the standard's
+        // ResetToFactory, as p-net (pf_cmina) and the certification probe expect
+        // (docs/decisions.md §21). The IP suite goes back to the configuration's.
+        let (_, i, m, g) = self.configured.clone();
+        self.reset_to("", i, m, g);
         events.push(ev);
         BlockError::OK
     }
@@ -903,7 +906,11 @@ mod tests {
                 mode: ResetMode::Communication
             }]
         );
-        assert_eq!(d.identity().station_name, "dev-1");
+        assert_eq!(
+            d.identity().station_name,
+            "",
+            "ResetToFactory empties the NameOfStation"
+        );
         let o = d.on_frame(
             &req_frame(
                 &DcpRepr::set_reset_to_factory(4, qualifier::RESET_APPLICATION_DATA),
