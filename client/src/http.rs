@@ -88,6 +88,8 @@ impl Endpoint {
 #[derive(Debug, Clone)]
 pub struct RawResponse {
     pub status: u16,
+    /// The Content-Type header, when the service sent one.
+    pub content_type: Option<String>,
     pub body: Bytes,
 }
 
@@ -110,6 +112,15 @@ pub async fn send(
             ep.port,
             timeout.as_millis()
         ))),
+    }
+}
+
+/// The dashboard page (`/`) is HTML; every other path answers JSON.
+fn accept_for(path: &str) -> &'static str {
+    if path == "/" || path.starts_with("/?") {
+        "text/html"
+    } else {
+        "application/json"
     }
 }
 
@@ -142,7 +153,7 @@ async fn send_inner(
         .method(method)
         .uri(uri)
         .header(header::HOST, ep.host_header())
-        .header(header::ACCEPT, "application/json");
+        .header(header::ACCEPT, accept_for(path));
     if let Some(k) = api_key {
         req = req.header(API_KEY_HEADER, k);
     }
@@ -158,13 +169,22 @@ async fn send_inner(
         .await
         .map_err(|e| unreachable(&e))?;
     let status = resp.status().as_u16();
+    let content_type = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let body = Limited::new(resp.into_body(), MAX_RESPONSE_BODY)
         .collect()
         .await
         .map_err(|e| unreachable(&e))?
         .to_bytes();
     conn_task.abort();
-    Ok(RawResponse { status, body })
+    Ok(RawResponse {
+        status,
+        content_type,
+        body,
+    })
 }
 
 #[cfg(test)]

@@ -35,6 +35,7 @@ pub mod http;
 pub mod model;
 pub mod native;
 pub mod process;
+pub mod proxy;
 
 #[cfg(test)]
 mod edge_tests;

@@ -291,3 +291,93 @@ fn help_documents_exit_codes() {
     assert!(text.contains("PN_API_KEY"));
     assert!(text.contains("http://127.0.0.1:18840"));
 }
+
+/// One HTTP/1.1 exchange on `port` of the loopback, returning (status, content type, body).
+fn http_get(port: u16, method: &str, path: &str) -> (u16, String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let ctype = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-type: ")
+                .map(str::to_string)
+        })
+        .unwrap_or_default();
+    (status, ctype, body.to_string())
+}
+
+/// `pnctl dashboard`: the dashboard and the API of a service with an API key, served on a
+/// loopback port of pnctl's with the key added (spec 5.4 makes the page need the key too);
+/// only loopback addresses are accepted.
+#[test]
+fn dashboard_proxy_adds_the_key() {
+    if !root() {
+        return;
+    }
+    let d = Daemon::start(Opts {
+        api_key: Some("sesame".into()),
+        sim: true,
+        ..Opts::default()
+    });
+    let r = d.pnctl(&["dashboard", "--listen", "0.0.0.0:18841"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("loopback"), "{}", r.stderr);
+
+    let mut child =
+        d.ns.command(PNCTL)
+            .args([
+                "--api-key",
+                "sesame",
+                "dashboard",
+                "--listen",
+                "127.0.0.1:18841",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert!(
+        line.starts_with("dashboard: http://127.0.0.1:18841/"),
+        "{line}"
+    );
+    let (page, status, start, direct) = d.run(|| {
+        (
+            http_get(18841, "GET", "/"),
+            http_get(18841, "GET", "/api/status"),
+            http_get(18841, "POST", "/api/start"),
+            http_get(18840, "GET", "/"),
+        )
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(page.0, 200, "{page:?}");
+    assert!(page.1.starts_with("text/html"), "{page:?}");
+    assert!(page.2.contains("<html"), "the dashboard page");
+    assert_eq!(status.0, 200, "{status:?}");
+    let v: serde_json::Value = serde_json::from_str(&status.2).unwrap();
+    assert_eq!(v["state"], "Stopped");
+    assert_eq!(start.0, 200, "{start:?}");
+    assert!(start.2.contains("\"ok\":true"), "{start:?}");
+    assert_eq!(direct.0, 401, "the page itself needs the key: {direct:?}");
+}

@@ -327,18 +327,22 @@ fn bad(r: body::Rejection, body: &[u8]) -> Resp {
 async fn handle(req: Request<Incoming>, ctx: Arc<Ctx>) -> Resp {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
-    let is_dashboard = method == Method::GET && path == "/";
-    // Authentication (spec 5): every request except the static page itself.
+    // Authentication (spec 5.4): every request, the dashboard page included. A browser cannot
+    // add the header itself: `pnctl dashboard` serves the page with the key added.
     if let Some(key) = &ctx.api_key {
-        if !is_dashboard {
-            let given = req.headers().get(API_KEY_HEADER).map(|v| v.as_bytes());
-            if !key_matches(key, given) {
-                return track1(
-                    StatusCode::UNAUTHORIZED,
-                    code::UNAUTHORIZED,
-                    "missing or wrong X-Vendor-Pnet-Api-Key header",
-                );
-            }
+        let given = req.headers().get(API_KEY_HEADER).map(|v| v.as_bytes());
+        if !key_matches(key, given) {
+            let hint = if method == Method::GET && path == "/" {
+                "; to open the dashboard with the key, run `pnctl --api-key KEY dashboard` and \
+                 open the address it prints"
+            } else {
+                ""
+            };
+            return track1(
+                StatusCode::UNAUTHORIZED,
+                code::UNAUTHORIZED,
+                format!("missing or wrong X-Vendor-Pnet-Api-Key header{hint}"),
+            );
         }
     }
     // Requests in progress (spec 8).

@@ -95,7 +95,7 @@ fn spec_4_rule_7_unknown_path_or_wrong_method_is_404() {
 }
 
 /// Spec 5.2-5.4, 7.2 (401): with a key configured every request needs the header (constant-time
-/// compare); the dashboard page itself loads without it (decision in docs/decisions.md).
+/// compare), the dashboard page too.
 #[test]
 fn spec_5_api_key_checked_on_every_request() {
     if !root() {
@@ -123,9 +123,19 @@ fn spec_5_api_key_checked_on_every_request() {
     assert_eq!(r.status, 200);
     let r = d.try_req("GET", "/api/info", None, &good).unwrap();
     assert_eq!(r.json()["apiKeyRequired"], true);
-    // the page loads without the key so the user can enter it
+    // Every request, the dashboard page included (spec 5.4); the 401 says how to open it.
     let r = d.try_req("GET", "/", None, &[]).unwrap();
+    let v = assert_track1(&r, 401);
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("pnctl --api-key KEY dashboard"),
+        "{v}"
+    );
+    let r = d.try_req("GET", "/", None, &good).unwrap();
     assert_eq!(r.status, 200);
+    assert!(r.header("content-type").unwrap().starts_with("text/html"));
     // nested form accepted (used above); flat form too
     let d2 = Daemon::start(
         DaemonOpts {

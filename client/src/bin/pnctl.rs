@@ -51,6 +51,14 @@ enum Cmd {
     Status,
     /// Service info / liveness (GET /api/info).
     Info,
+    /// Open the dashboard when the service has an API key: serve it on a loopback port of
+    /// this process, which adds the key (given with --api-key or PN_API_KEY) to every request.
+    /// Runs until Ctrl-C.
+    Dashboard {
+        /// Loopback address and port to serve the dashboard on.
+        #[arg(long, default_value = "127.0.0.1:18841")]
+        listen: std::net::SocketAddr,
+    },
     /// Wait until the service answers GET /api/info.
     WaitReady {
         /// Give up after this many milliseconds.
@@ -362,6 +370,32 @@ async fn run(cli: Cli, out: &Out) -> Result<u8, Error> {
         ..ClientOptions::default()
     })?;
     match cli.cmd {
+        Cmd::Dashboard { listen } => {
+            let listener = pn_client::proxy::bind(listen).await?;
+            let local = listener.local_addr().map_or(listen, |a| a);
+            let upstream = pn_client::proxy::Upstream {
+                endpoint: pn_client::http::Endpoint::parse(&cli.url)?,
+                api_key: cli.api_key.clone(),
+                timeout: Duration::from_secs(10),
+            };
+            if out.json {
+                out.json(&json!({"dashboard": format!("http://{local}/"), "service": cli.url}));
+            } else {
+                let key = if cli.api_key.is_some() {
+                    "with the API key"
+                } else {
+                    "without an API key (give --api-key or PN_API_KEY if the service has one)"
+                };
+                println!(
+                    "dashboard: http://{local}/  (forwards to {} {key}; Ctrl-C stops)",
+                    cli.url
+                );
+            }
+            tokio::select! {
+                r = pn_client::proxy::serve(listener, upstream) => r.map(|_| 0),
+                _ = tokio::signal::ctrl_c() => Ok(0),
+            }
+        }
         Cmd::Status => {
             let s = client.status().await?;
             if out.json {
