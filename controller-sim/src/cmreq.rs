@@ -314,6 +314,42 @@ pub fn parse_connect_response(data: &[u8]) -> Result<ConnectResult, String> {
     })
 }
 
+/// The entries of a ModuleDiffBlock that mean the device does not have what was expected: no
+/// module, a wrong module, a wrong or missing submodule (a substitute is accepted, and so is
+/// a proper submodule whose AR state is only "application ready pending").
+pub fn module_diff_mismatches(d: &ModuleDiffBlock) -> Vec<String> {
+    let mut v = Vec::new();
+    for api in &d.apis {
+        for m in &api.modules {
+            let bad_module = matches!(
+                m.module_state,
+                module_diff::module_state::NO_MODULE | module_diff::module_state::WRONG_MODULE
+            );
+            let bad_subs: Vec<_> = m
+                .submodules
+                .iter()
+                .filter(|s| {
+                    matches!(
+                        s.state.ident_info(),
+                        module_diff::ident_info::WRONG | module_diff::ident_info::NO_SUBMODULE
+                    )
+                })
+                .collect();
+            if bad_module || !bad_subs.is_empty() {
+                let one = ModuleDiffBlock {
+                    version: d.version,
+                    apis: vec![module_diff::DiffApi {
+                        api: api.api,
+                        modules: vec![m.clone()],
+                    }],
+                };
+                v.extend(describe_module_diff(&one));
+            }
+        }
+    }
+    v
+}
+
 /// A readable summary of a ModuleDiffBlock: one line per module/submodule that is not proper.
 pub fn describe_module_diff(d: &ModuleDiffBlock) -> Vec<String> {
     let mut v = Vec::new();

@@ -57,6 +57,9 @@ pub struct ControllerConfig {
     pub realtime: RealtimeOptions,
     /// UDP port for PNIO-CM (34964 on real controllers).
     pub rpc_port: u16,
+    /// The port must be `rpc_port`: devices send ApplicationReady there. Without an AR (DCP,
+    /// implicit reads) a busy port is replaced by one the kernel picks.
+    pub rpc_port_required: bool,
     /// Time to wait for one RPC response before retransmitting.
     pub rpc_timeout: StdDuration,
     /// Retransmissions of an RPC request.
@@ -71,6 +74,7 @@ impl ControllerConfig {
             send_clock_factor: 32,
             realtime: RealtimeOptions::default(),
             rpc_port: pn_protocol::wire::ip::PNIO_CM_PORT,
+            rpc_port_required: true,
             rpc_timeout: StdDuration::from_millis(1000),
             rpc_retries: 3,
         }
@@ -1113,6 +1117,31 @@ impl ArInner {
     }
 }
 
+/// The PNIO-CM socket. A port held by another program is said in words: usually a second
+/// pn-controller (a running `connect-and-run`) in the same network namespace.
+fn bind_rpc(cfg: &ControllerConfig) -> Result<UdpSocket, Error> {
+    let at = |port| UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port));
+    match at(cfg.rpc_port) {
+        Ok(s) => Ok(s),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && !cfg.rpc_port_required => {
+            tracing::info!(
+                "UDP port {} is in use (another controller?); record services use a port of \
+                 the kernel's choice",
+                cfg.rpc_port
+            );
+            at(0).map_err(Error::Io)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(Error::Config(format!(
+            "UDP port {} (PNIO-CM) is already in use in this network namespace: another \
+             pn-controller (for example a running connect-and-run) or PROFINET stack holds it, \
+             and devices send ApplicationReady to that port; stop it first, or run this \
+             controller in another network namespace",
+            cfg.rpc_port
+        ))),
+        Err(e) => Err(Error::Io(e)),
+    }
+}
+
 impl Controller {
     /// Open the interface and start the threads. Needs CAP_NET_RAW (root) and, for
     /// connections, an IPv4 address on the interface.
@@ -1121,8 +1150,7 @@ impl Controller {
             .map_err(|e| Error::Interface(format!("{}: {e}", cfg.interface)))?;
         let sock = RawSocket::open(&info)
             .map_err(|e| Error::Interface(format!("raw socket on {}: {e}", cfg.interface)))?;
-        let udp = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, cfg.rpc_port))
-            .map_err(Error::Io)?;
+        let udp = bind_rpc(&cfg)?;
         udp.set_read_timeout(Some(StdDuration::from_millis(20)))
             .map_err(Error::Io)?;
         let seed = u32::from_le_bytes(random_bytes::<4>());

@@ -91,6 +91,9 @@ pub enum Error {
     DcpSet(String),
     /// The AR ended while waiting.
     Aborted(String),
+    /// The device's ModuleDiffBlock reports modules that differ from the expected ones (one
+    /// line per module or submodule).
+    ModuleMismatch(Vec<String>),
 }
 
 impl std::fmt::Display for Error {
@@ -101,6 +104,12 @@ impl std::fmt::Display for Error {
             Error::Config(s) => write!(f, "configuration: {s}"),
             Error::Protocol(s) => write!(f, "protocol: {s}"),
             Error::Timeout(s) => write!(f, "timeout: {s}"),
+            Error::ModuleMismatch(v) => write!(
+                f,
+                "the device's modules differ from the expected ones: {}; the AR was released \
+                 (--accept-module-diff runs anyway)",
+                v.join("; ")
+            ),
             Error::NotFound(s) => write!(f, "not found: {s}"),
             Error::Rejected { what, status } => {
                 write!(f, "{what} rejected by the device: PNIOStatus {status}")

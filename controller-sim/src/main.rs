@@ -12,12 +12,27 @@ use pn_controller::{
     DeviceModel, Error, Event, Gsdml, MacAddr, RealtimeOptions, Startup,
 };
 use serde_json::json;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Exit code when the device's modules differ from the expected ones (see
+/// `--accept-module-diff`).
+const EXIT_MODULE_MISMATCH: i32 = 3;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success (also after Ctrl-C or SIGTERM: the AR is released first)
+  1  the command failed (the message says why)
+  2  usage error
+  3  the device's modules differ from the expected ones (ModuleDiffBlock); the AR was released.
+     --accept-module-diff runs anyway";
 
 #[derive(Parser)]
 #[command(
     name = "pn-controller",
     version,
-    about = "PROFINET IO controller simulator (RT_CLASS_1)"
+    about = "PROFINET IO controller simulator (RT_CLASS_1/RT_CLASS_2 frames, legacy and advanced startup)",
+    after_help = EXIT_CODES
 )]
 struct Cli {
     /// Network interface to use.
@@ -83,6 +98,11 @@ struct DeviceDesc {
     /// mlockall() the process.
     #[arg(long)]
     mlock: bool,
+    /// Run even when the device's ModuleDiffBlock says its modules differ from the ones
+    /// expected (wrong or missing module or submodule); without it the AR is released and the
+    /// command exits with code 3.
+    #[arg(long)]
+    accept_module_diff: bool,
 }
 
 #[derive(Subcommand)]
@@ -169,7 +189,9 @@ enum Cmd {
         /// Live view refresh period in ms.
         #[arg(long, default_value_t = 500)]
         refresh_ms: u64,
-        /// Release the AR at the end (default) or just stop (the device's watchdog trips).
+        /// At the end (duration, Ctrl-C, SIGTERM) do not release the AR: just stop sending, so
+        /// the device's data-hold watchdog ends it (for testing the device's supervision).
+        /// Without it the AR is released.
         #[arg(long)]
         no_release: bool,
     },
@@ -241,6 +263,9 @@ fn model_of(dev: &DeviceDesc) -> Result<Option<(DeviceModel, Option<Ipv4Addr>)>,
 
 fn start(cli: &Cli, dev: Option<&DeviceDesc>) -> Result<Controller, Error> {
     let mut c = ControllerConfig::new(&cli.interface);
+    // Only an AR needs the PNIO-CM port itself (the device sends ApplicationReady there): DCP
+    // and implicit reads work beside a running connect-and-run.
+    c.rpc_port_required = dev.is_some_and(|d| d.config.is_some() || d.gsdml.is_some());
     if let Some(d) = dev {
         c.send_clock_factor = d
             .send_clock_factor
@@ -269,7 +294,18 @@ fn connect(
     ar.timing.data_hold_factor = dev.data_hold_factor;
     ar.timing.startup = dev.startup;
     ar.initial_outputs = outputs;
-    ctl.connect(ar)
+    let h = ctl.connect(ar)?;
+    if !dev.accept_module_diff {
+        let wrong = h
+            .module_diff()
+            .map(|d| pn_controller::cmreq::module_diff_mismatches(&d))
+            .unwrap_or_default();
+        if !wrong.is_empty() {
+            let _ = h.release();
+            return Err(Error::ModuleMismatch(wrong));
+        }
+    }
+    Ok(h)
 }
 
 fn out(json: bool, v: serde_json::Value, text: String) {
@@ -433,10 +469,25 @@ fn run(cli: Cli) -> Result<(), Error> {
             let ctl = start(&cli, Some(dev))?;
             let events = ctl.events();
             let h = connect(&ctl, dev, o)?;
+            // Ctrl-C and SIGTERM end the run like the duration does: the AR is released
+            // (unless --no-release) instead of being left to the device's watchdog.
+            let stop = Arc::new(AtomicBool::new(false));
+            for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+                signal_hook::flag::register(sig, stop.clone()).map_err(Error::Io)?;
+            }
             let t0 = Instant::now();
             let end = duration.map(|d| t0 + Duration::from_secs_f64(d.max(0.0)));
+            let mut next_view = t0;
             loop {
-                std::thread::sleep(Duration::from_millis((*refresh_ms).max(50)));
+                if stop.load(Ordering::Relaxed) || end.is_some_and(|e| Instant::now() >= e) {
+                    break;
+                }
+                if Instant::now() < next_view {
+                    // Short naps: a signal is acted on within 20 ms.
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                }
+                next_view = Instant::now() + Duration::from_millis((*refresh_ms).max(50));
                 let st = h.status();
                 let inp = h.inputs();
                 let ts = ctl.tick_stats();
@@ -490,12 +541,12 @@ fn run(cli: Cli) -> Result<(), Error> {
                 if matches!(st.state, ArState::Aborted(_) | ArState::Released) {
                     return Err(Error::Aborted(format!("{:?}", st.state)));
                 }
-                if end.is_some_and(|e| Instant::now() >= e) {
-                    break;
-                }
             }
             if !no_release {
                 h.release()?;
+                if !cli.json {
+                    println!("AR released");
+                }
             }
         }
     }
@@ -517,6 +568,9 @@ fn main() {
         } else {
             eprintln!("pn-controller: {e}");
         }
-        std::process::exit(1);
+        std::process::exit(match e {
+            Error::ModuleMismatch(_) => EXIT_MODULE_MISMATCH,
+            _ => 1,
+        });
     }
 }

@@ -272,3 +272,148 @@ fn connect_and_run_and_records_against_pn_device() {
     assert_eq!(blocks.len(), 2);
     assert!(blocks.iter().all(|b| b.block_type() == 0x0400));
 }
+
+/// The CLI as a tool an engineer stops with Ctrl-C: SIGINT and SIGTERM release the AR before
+/// exiting (the device sees a release, not a watchdog trip); a second AR command while
+/// connect-and-run holds the PNIO-CM port says why, DCP commands still work; a ModuleDiffBlock
+/// with a wrong module exits with code 3 unless --accept-module-diff.
+#[test]
+fn signals_release_busy_port_and_module_diff() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    let rig = Rig::start("pcls", 4);
+    let i = rig.veth.a.clone();
+    let xml = rig.xml.display().to_string();
+    let ip = DEV_IP.to_string();
+    let dev_args = |xml: &str| -> Vec<String> {
+        [
+            "-i",
+            i.as_str(),
+            "--json",
+            "connect-and-run",
+            "--config",
+            xml,
+            "--ip",
+            ip.as_str(),
+            "--send-clock-ms",
+            "4",
+            "--reduction-ratio",
+            "1",
+            "--data-hold-factor",
+            "24",
+            "--refresh-ms",
+            "200",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let wait = |what: &str, f: &dyn Fn() -> bool| {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !f() {
+            assert!(
+                std::time::Instant::now() < end,
+                "timed out: {what}\n{}",
+                rig.log()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
+        let mut child = rig
+            .ctl_ns
+            .command(env!("CARGO_BIN_EXE_pn-controller"))
+            .args(dev_args(&xml))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait("device DataExchange", &|| {
+            rig.status()["state"] == "DataExchange"
+        });
+        if sig == libc::SIGINT {
+            // A second AR command: the port is taken, and the message says by whom.
+            let o = cli(
+                &rig.ctl_ns,
+                &dev_args(&xml)
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>(),
+            );
+            assert_eq!(o.status.code(), Some(1));
+            let err = String::from_utf8_lossy(&o.stdout).to_string()
+                + &String::from_utf8_lossy(&o.stderr);
+            assert!(
+                err.contains("already in use") && err.contains("another pn-controller"),
+                "{err}"
+            );
+            // DCP beside it works.
+            let o = cli(
+                &rig.ctl_ns,
+                &[
+                    "-i",
+                    i.as_str(),
+                    "--json",
+                    "discover",
+                    "--delay-factor",
+                    "5",
+                ],
+            );
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        }
+        // SAFETY: signalling our own child process.
+        unsafe {
+            libc::kill(child.id() as i32, sig);
+        }
+        let st = child.wait().unwrap();
+        assert_eq!(st.code(), Some(0), "{name}: exit {st}");
+        let s = rig.status();
+        assert_eq!(s["state"], "Aborted", "{name}: {s}");
+        assert!(
+            s["statusMessage"]
+                .as_str()
+                .unwrap_or("")
+                .contains("released"),
+            "{name}: the device saw a release: {s}"
+        );
+        assert_eq!(rig.diag()["watchdogTrips"], 0, "{name}");
+    }
+
+    // A wrong module in slot 1: exit 3, the AR released; --accept-module-diff runs.
+    let wrong = rig.xml.with_file_name("wrong-module.xml");
+    let text = std::fs::read_to_string(&rig.xml).unwrap();
+    let changed = text.replace(r#"ModuleIdentNumber="0x30""#, r#"ModuleIdentNumber="0x31""#);
+    assert_ne!(changed, text, "the test changes the module ident");
+    std::fs::write(&wrong, changed).unwrap();
+    let wrong = wrong.display().to_string();
+    let mut args = dev_args(&wrong);
+    args.extend(["--duration".to_string(), "1".to_string()]);
+    let o = cli(
+        &rig.ctl_ns,
+        &args.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("wrong module") && out.contains("differ"),
+        "{out}"
+    );
+    wait("the mismatching AR released", &|| {
+        rig.status()["statusMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("released"))
+            && rig.status()["state"] != "DataExchange"
+    });
+    args.push("--accept-module-diff".into());
+    let o = cli(
+        &rig.ctl_ns,
+        &args.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
