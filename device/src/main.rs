@@ -20,58 +20,24 @@ use pn_device::dataplane::DataPlane;
 use pn_device::runtime::{Runtime, VERSION};
 use tracing::{error, info, warn};
 
+/// PROFINET IO device service: makes this host a PROFINET IO device on one NIC and serves the
+/// local HTTP API on 127.0.0.1:18840.
+#[derive(clap::Parser, Debug)]
+#[command(name = "pn-device", version = VERSION)]
 struct Args {
+    /// Service settings JSON (else $PN_DEVICE_SETTINGS, else /etc/pn-device/settings.json if it
+    /// exists, else the embedded defaults).
+    #[arg(long, value_name = "FILE")]
     settings: Option<PathBuf>,
+    /// Runtime configuration XML (overrides Paths:RuntimeConfig of the settings).
+    #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Log format (overrides Logging:Format of the settings).
+    #[arg(long, value_parser = ["text", "json"])]
     log_format: Option<String>,
+    /// DEVELOPMENT/TEST ONLY: listen on 127.0.0.1:PORT instead of the fixed 18840.
+    #[arg(long, value_name = "PORT", hide = true)]
     dev_port: Option<u16>,
-}
-
-const USAGE: &str =
-    "usage: pn-device [--settings FILE] [--config FILE] [--log-format text|json] [--dev-port PORT]";
-
-fn parse_args() -> Result<Option<Args>, String> {
-    let mut a = Args {
-        settings: None,
-        config: None,
-        log_format: None,
-        dev_port: None,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        let mut val = |name: &str| {
-            it.next()
-                .ok_or_else(|| format!("{name} needs a value\n{USAGE}"))
-        };
-        match arg.as_str() {
-            "--settings" => a.settings = Some(val("--settings")?.into()),
-            "--config" => a.config = Some(val("--config")?.into()),
-            "--log-format" => {
-                let v = val("--log-format")?;
-                if v != "text" && v != "json" {
-                    return Err("--log-format must be text or json".into());
-                }
-                a.log_format = Some(v);
-            }
-            "--dev-port" => {
-                let v = val("--dev-port")?;
-                a.dev_port = Some(
-                    v.parse()
-                        .map_err(|_| format!("--dev-port: bad port '{v}'"))?,
-                );
-            }
-            "--version" | "-V" => {
-                println!("pn-device {VERSION}");
-                return Ok(None);
-            }
-            "--help" | "-h" => {
-                println!("{USAGE}");
-                return Ok(None);
-            }
-            other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
-        }
-    }
-    Ok(Some(a))
 }
 
 /// Is stderr connected to the systemd journal? (`JOURNAL_STREAM=<dev>:<ino>` names the stream
@@ -205,14 +171,8 @@ fn log_capabilities() {
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(Some(a)) => a,
-        Ok(None) => return ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("pn-device: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    // Usage errors exit with 2, --help and --version with 0 (clap).
+    let args = <Args as clap::Parser>::parse();
     let settings_path = args
         .settings
         .clone()

@@ -1366,30 +1366,30 @@ pub fn run(opts: &SoakOptions) -> Result<Counters, String> {
 }
 
 /// `pn-lab soak --minutes N [--seed S] [--json]`.
-pub fn main(args: &[String]) -> std::process::ExitCode {
+/// `pn-lab soak`: device and controller with random faults for a while.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SoakArgs {
+    /// How long to run.
+    #[arg(long)]
+    pub minutes: f64,
+    /// Seed of the fault schedule (default: from the clock; printed, to replay a run).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// One JSON object with the counters at the end.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `pn-lab soak ARGS`.
+pub fn main(args: &SoakArgs) -> std::process::ExitCode {
     use std::process::ExitCode;
-    let mut minutes: Option<f64> = None;
-    let mut seed = Rng::seed_from_time();
-    let mut as_json = false;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--minutes" => minutes = it.next().and_then(|v| v.parse().ok()),
-            "--seed" => match it.next().and_then(|v| v.parse().ok()) {
-                Some(s) => seed = s,
-                None => minutes = None,
-            },
-            "--json" => as_json = true,
-            _ => {
-                minutes = None;
-                break;
-            }
-        }
-    }
-    let Some(minutes) = minutes.filter(|m| *m > 0.0) else {
-        eprintln!("usage: pn-lab soak --minutes N [--seed S] [--json]   (root: namespaces)");
+    let seed = args.seed.unwrap_or_else(Rng::seed_from_time);
+    let as_json = args.json;
+    let minutes = args.minutes;
+    if !(minutes > 0.0 && minutes.is_finite()) {
+        eprintln!("pn-lab soak: --minutes must be a positive number");
         return ExitCode::from(2);
-    };
+    }
     eprintln!("soak: {minutes} min, seed {seed}");
     let t0 = Instant::now();
     match run(&SoakOptions {

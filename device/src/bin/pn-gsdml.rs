@@ -15,45 +15,46 @@ use std::process::ExitCode;
 use pn_device::config::RuntimeConfig;
 use pn_device::gsdml::{file_name, generate, today, GsdmlOptions};
 
-const USAGE: &str = "usage: pn-gsdml [--config <runtime-config.xml>] [--out <dir or file>] \
-                     [--vendor-name <name>] [--date <yyyymmdd>] [--stdout]";
+/// Write the GSDML file that matches a runtime configuration XML (for TIA Portal, CODESYS).
+#[derive(clap::Parser, Debug)]
+#[command(name = "pn-gsdml", version)]
+struct Args {
+    /// Runtime configuration XML (default: the daemon's embedded default configuration).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Output directory (the file gets the PI name GSDML-V2.43-<vendor>-<device>-<date>.xml)
+    /// or file.
+    #[arg(long, value_name = "DIR_OR_FILE", default_value = ".")]
+    out: PathBuf,
+    /// Vendor name written into the file and its name.
+    #[arg(long)]
+    vendor_name: Option<String>,
+    /// Date of the file name, yyyymmdd (default: today, UTC).
+    #[arg(long, value_parser = parse_date)]
+    date: Option<String>,
+    /// Print the file instead of writing it.
+    #[arg(long)]
+    stdout: bool,
+}
+
+fn parse_date(v: &str) -> Result<String, String> {
+    if v.len() == 8 && v.bytes().all(|b| b.is_ascii_digit()) {
+        Ok(v.to_string())
+    } else {
+        Err("must be yyyymmdd".into())
+    }
+}
 
 fn main() -> ExitCode {
-    let mut config: Option<PathBuf> = None;
-    let mut out: Option<PathBuf> = None;
+    let args = <Args as clap::Parser>::parse();
+    let config = args.config;
     let mut opts = GsdmlOptions::default();
-    let mut date = today();
-    let mut to_stdout = false;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut val = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
-        let r = match a.as_str() {
-            "--config" => val("--config").map(|v| config = Some(v.into())),
-            "--out" => val("--out").map(|v| out = Some(v.into())),
-            "--vendor-name" => val("--vendor-name").map(|v| opts.vendor_name = v),
-            "--date" => val("--date").and_then(|v| {
-                if v.len() == 8 && v.bytes().all(|b| b.is_ascii_digit()) {
-                    date = v;
-                    Ok(())
-                } else {
-                    Err("--date must be yyyymmdd".into())
-                }
-            }),
-            "--stdout" => {
-                to_stdout = true;
-                Ok(())
-            }
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return ExitCode::SUCCESS;
-            }
-            other => Err(format!("unknown argument {other:?}")),
-        };
-        if let Err(e) = r {
-            eprintln!("pn-gsdml: {e}\n{USAGE}");
-            return ExitCode::from(2);
-        }
+    if let Some(v) = args.vendor_name {
+        opts.vendor_name = v;
     }
+    let date = args.date.unwrap_or_else(today);
+    let to_stdout = args.stdout;
+    let out = args.out;
     let cfg = match RuntimeConfig::load(config.as_deref()) {
         Ok(c) => c,
         Err(e) => {
@@ -72,7 +73,6 @@ fn main() -> ExitCode {
         print!("{text}");
         return ExitCode::SUCCESS;
     }
-    let out = out.unwrap_or_else(|| PathBuf::from("."));
     let path = if out.is_dir() {
         out.join(file_name(&cfg, &opts, &date))
     } else {

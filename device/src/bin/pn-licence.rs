@@ -10,134 +10,186 @@
 //! pn-licence machine-id
 //! ```
 
-use std::collections::HashMap;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::{ArgGroup, Parser, Subcommand};
 use pn_device::licence::{self, Binding, Identity, Payload};
 
-const USAGE: &str = "usage:
-  pn-licence keygen --private OUT_PRIV --public OUT_PUB
-  pn-licence issue --key PRIV_FILE --licensee NAME [--serial S]
-                   (--days N | --seconds N | --not-after UNIX) [--not-before UNIX]
-                   (--any | --machine-id ID | --this-machine | --mac MAC) --out FILE
-  pn-licence verify --cert FILE (--public-key HEX | --public-key-file F) [--nic NIC]
-  pn-licence machine-id";
-
-fn parse_args(args: &[String]) -> Result<HashMap<String, String>, String> {
-    let mut m = HashMap::new();
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        let name = a
-            .strip_prefix("--")
-            .ok_or_else(|| format!("unexpected argument '{a}'"))?;
-        if matches!(name, "any" | "this-machine") {
-            m.insert(name.to_string(), String::new());
-            i += 1;
-            continue;
-        }
-        let v = args
-            .get(i + 1)
-            .ok_or_else(|| format!("--{name} needs a value"))?;
-        m.insert(name.to_string(), v.clone());
-        i += 2;
-    }
-    Ok(m)
+/// Issue and check pn-device activation certificates (docs/licence.md).
+#[derive(Parser, Debug)]
+#[command(name = "pn-licence", version)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
 }
 
-fn num(m: &HashMap<String, String>, k: &str) -> Result<Option<i64>, String> {
-    m.get(k)
-        .map(|v| {
-            v.parse::<i64>()
-                .map_err(|_| format!("--{k}: not an integer"))
-        })
-        .transpose()
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Make a signing key pair (Ed25519, hex).
+    Keygen {
+        #[arg(long, value_name = "OUT_PRIV")]
+        private: PathBuf,
+        #[arg(long, value_name = "OUT_PUB")]
+        public: PathBuf,
+    },
+    /// Issue a certificate.
+    #[command(group(ArgGroup::new("validity").required(true).args(["days", "seconds", "not_after"])))]
+    #[command(group(ArgGroup::new("binding").required(true).args(["any", "machine_id", "this_machine", "mac"])))]
+    Issue {
+        /// The private key file (lines starting with '#' are comments).
+        #[arg(long, value_name = "PRIV_FILE")]
+        key: PathBuf,
+        #[arg(long)]
+        licensee: String,
+        /// Serial number (default: the issue time).
+        #[arg(long)]
+        serial: Option<String>,
+        /// Valid for this many days from now.
+        #[arg(long, allow_negative_numbers = true)]
+        days: Option<i64>,
+        /// Valid for this many seconds from now.
+        #[arg(long, allow_negative_numbers = true)]
+        seconds: Option<i64>,
+        /// Valid until this UNIX time.
+        #[arg(long, value_name = "UNIX", allow_negative_numbers = true)]
+        not_after: Option<i64>,
+        /// Valid from this UNIX time (default: a minute ago).
+        #[arg(long, value_name = "UNIX", allow_negative_numbers = true)]
+        not_before: Option<i64>,
+        /// Valid on any machine.
+        #[arg(long)]
+        any: bool,
+        /// Bound to this /etc/machine-id.
+        #[arg(long, value_name = "ID")]
+        machine_id: Option<String>,
+        /// Bound to this machine's /etc/machine-id.
+        #[arg(long)]
+        this_machine: bool,
+        /// Bound to the MAC address of the PROFINET NIC.
+        #[arg(long)]
+        mac: Option<String>,
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
+    /// Check a certificate against a public key and this machine.
+    #[command(group(ArgGroup::new("key").required(true).args(["public_key", "public_key_file"])))]
+    Verify {
+        #[arg(long, value_name = "FILE")]
+        cert: PathBuf,
+        /// The public key (hex).
+        #[arg(long, value_name = "HEX")]
+        public_key: Option<String>,
+        #[arg(long, value_name = "FILE")]
+        public_key_file: Option<PathBuf>,
+        /// The NIC whose MAC a MAC-bound certificate names.
+        #[arg(long)]
+        nic: Option<String>,
+    },
+    /// Print this machine's /etc/machine-id.
+    MachineId,
 }
 
-fn run(args: Vec<String>) -> Result<(), String> {
-    let cmd = args.first().ok_or(USAGE)?.as_str();
-    let m = parse_args(&args[1..])?;
-    let need = |k: &str| {
-        m.get(k)
-            .cloned()
-            .ok_or_else(|| format!("--{k} is required\n{USAGE}"))
-    };
+fn read(p: &std::path::Path) -> Result<String, String> {
+    std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+fn write(p: &std::path::Path, text: String) -> Result<(), String> {
+    std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+fn run(cmd: Cmd) -> Result<(), String> {
     match cmd {
-        "keygen" => {
+        Cmd::Keygen { private, public } => {
             let (sk, pk) = licence::keygen().map_err(|e| e.to_string())?;
-            std::fs::write(need("private")?, format!("{sk}\n")).map_err(|e| e.to_string())?;
-            std::fs::write(need("public")?, format!("{pk}\n")).map_err(|e| e.to_string())?;
+            write(&private, format!("{sk}\n"))?;
+            write(&public, format!("{pk}\n"))?;
             println!("public key: {pk}");
             Ok(())
         }
-        "issue" => {
-            let key_text = std::fs::read_to_string(need("key")?).map_err(|e| e.to_string())?;
-            // The key file may contain comment lines starting with '#'.
+        Cmd::Issue {
+            key,
+            licensee,
+            serial,
+            days,
+            seconds,
+            not_after,
+            not_before,
+            any,
+            machine_id,
+            this_machine,
+            mac,
+            out,
+        } => {
+            let key_text = read(&key)?;
             let key_line = key_text
                 .lines()
                 .find(|l| !l.trim().is_empty() && !l.starts_with('#'))
                 .unwrap_or("");
             let sk = licence::parse_private_key(key_line)?;
             let now = pn_device::util::unix_now();
-            let not_before = num(&m, "not-before")?.unwrap_or(now - 60);
-            let not_after = if let Some(d) = num(&m, "days")? {
-                now + d * 86_400
-            } else if let Some(s) = num(&m, "seconds")? {
-                now + s
-            } else {
-                num(&m, "not-after")?.ok_or("one of --days, --seconds, --not-after is required")?
+            let not_before = not_before.unwrap_or(now - 60);
+            let not_after = match (days, seconds, not_after) {
+                (Some(d), _, _) => now + d * 86_400,
+                (_, Some(s), _) => now + s,
+                (_, _, Some(t)) => t,
+                _ => return Err("one of --days, --seconds, --not-after is required".into()),
             };
-            let binding = if m.contains_key("any") {
+            let none = Binding {
+                machine_id: None,
+                mac: None,
+                any: None,
+            };
+            let binding = if any {
                 Binding {
-                    machine_id: None,
-                    mac: None,
                     any: Some(true),
+                    ..none
                 }
-            } else if let Some(id) = m.get("machine-id") {
+            } else if let Some(id) = machine_id {
                 Binding {
-                    machine_id: Some(id.clone()),
-                    mac: None,
-                    any: None,
+                    machine_id: Some(id),
+                    ..none
                 }
-            } else if m.contains_key("this-machine") {
+            } else if this_machine {
                 let id = Identity::current(None)
                     .machine_id
                     .ok_or("no /etc/machine-id")?;
                 Binding {
                     machine_id: Some(id),
-                    mac: None,
-                    any: None,
+                    ..none
                 }
-            } else if let Some(mac) = m.get("mac") {
+            } else if let Some(mac) = mac {
                 Binding {
-                    machine_id: None,
                     mac: Some(mac.to_lowercase()),
-                    any: None,
+                    ..none
                 }
             } else {
                 return Err("one of --any, --machine-id, --this-machine, --mac is required".into());
             };
             let payload = Payload {
-                licensee: need("licensee")?,
+                licensee,
                 product: licence::PRODUCT.into(),
-                serial: m.get("serial").cloned().unwrap_or_else(|| format!("{now}")),
+                serial: serial.unwrap_or_else(|| format!("{now}")),
                 issued_at: now,
                 not_before,
                 not_after,
                 binding,
             };
-            let cert = licence::issue(&sk, &payload);
-            std::fs::write(need("out")?, cert).map_err(|e| e.to_string())?;
-            Ok(())
+            write(&out, licence::issue(&sk, &payload))
         }
-        "verify" => {
-            let text = std::fs::read_to_string(need("cert")?).map_err(|e| e.to_string())?;
-            let pk = match (m.get("public-key"), m.get("public-key-file")) {
-                (Some(k), _) => k.clone(),
-                (None, Some(f)) => std::fs::read_to_string(f).map_err(|e| e.to_string())?,
+        Cmd::Verify {
+            cert,
+            public_key,
+            public_key_file,
+            nic,
+        } => {
+            let text = read(&cert)?;
+            let pk = match (public_key, public_key_file) {
+                (Some(k), _) => k,
+                (None, Some(f)) => read(&f)?,
                 _ => return Err("--public-key or --public-key-file is required".into()),
             };
-            let id = Identity::current(m.get("nic").map(|s| s.as_str()));
+            let id = Identity::current(nic.as_deref());
             let p = licence::verify(
                 &text,
                 &[pk.trim().to_string()],
@@ -150,7 +202,7 @@ fn run(args: Vec<String>) -> Result<(), String> {
             );
             Ok(())
         }
-        "machine-id" => {
+        Cmd::MachineId => {
             println!(
                 "{}",
                 Identity::current(None)
@@ -159,12 +211,11 @@ fn run(args: Vec<String>) -> Result<(), String> {
             );
             Ok(())
         }
-        _ => Err(USAGE.into()),
     }
 }
 
 fn main() -> ExitCode {
-    match run(std::env::args().skip(1).collect()) {
+    match run(Cli::parse().cmd) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("pn-licence: {e}");

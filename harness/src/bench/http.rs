@@ -5,7 +5,7 @@
 //! it) is measured by `pn-lab bench cycle --http 0,16`.
 
 use super::rig::{sibling_binary, wrk_in, wrk_non2xx, wrk_rps, ChildGuard, Rig};
-use super::{nap, raw, stopped, write_json, Opts};
+use super::{nap, raw, stopped, write_json, BareHttpArgs, HttpArgs};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -24,14 +24,13 @@ pub fn bare_body() -> Vec<u8> {
 
 /// `pn-lab bench bare-http --port P [--seconds S]`: serve the 570-byte body on 127.0.0.1:P
 /// with hyper 1.x (http1, keep-alive) on a multi-threaded tokio runtime.
-pub fn serve_bare(opts: &Opts) -> Result<(), String> {
+pub fn serve_bare(opts: &BareHttpArgs) -> Result<(), String> {
     use http_body_util::Full;
     use hyper::body::Bytes;
     use hyper::service::service_fn;
     use hyper_util::rt::TokioIo;
 
-    let port: u16 = opts.num("port", 18841)?;
-    let seconds: u64 = opts.num("seconds", 0)?;
+    let (port, seconds) = (opts.port, opts.seconds);
     let body = Bytes::from(bare_body());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -95,9 +94,8 @@ pub struct HttpResult {
     pub bare_wrk: String,
 }
 
-pub fn run(opts: &Opts) -> Result<(), String> {
-    let seconds: u64 = opts.num("seconds", 10)?;
-    let conns: u32 = opts.num("conns", 16)?;
+pub fn run(opts: &HttpArgs) -> Result<(), String> {
+    let (seconds, conns) = (opts.seconds, opts.conns);
     println!("machine: {}", raw::machine());
     let mut rig = Rig::start(true)?;
     rig.connect(1000, 3)?;
@@ -203,7 +201,7 @@ pub fn run(opts: &Opts) -> Result<(), String> {
         r.device_cpu_us_per_request.unwrap_or(f64::NAN),
         r.loadavg_before
     );
-    write_json(opts, &r)
+    write_json(&opts.out, &r)
 }
 
 #[cfg(test)]

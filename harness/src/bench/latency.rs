@@ -13,7 +13,7 @@
 use super::recorder::Kind;
 use super::rig::Rig;
 use super::stats::summary;
-use super::{nap, raw, stopped, write_json, Opts};
+use super::{nap, raw, stopped, write_json, LatencyArgs};
 use serde_json::json;
 use std::time::Duration;
 
@@ -36,11 +36,8 @@ pub struct LatencyResult {
     pub loadavg_before: f64,
 }
 
-pub fn run(opts: &Opts) -> Result<(), String> {
-    let period_us: u64 = opts.num("period-us", 1000)?;
-    let writes: usize = opts.num("writes", 200)?;
-    let dhf: u16 = opts.num("dhf", 3)?;
-    let connects: usize = opts.num("connects", 20)?;
+pub fn run(opts: &LatencyArgs) -> Result<(), String> {
+    let (period_us, writes, dhf, connects) = (opts.period_us, opts.writes, opts.dhf, opts.connects);
     println!("machine: {}", raw::machine());
     let loadavg_before = raw::loadavg1();
     let mut rig = Rig::start(true)?;
@@ -198,5 +195,5 @@ pub fn run(opts: &Opts) -> Result<(), String> {
         r.startup_ms.2,
         startup.len()
     );
-    write_json(opts, &r)
+    write_json(&opts.out, &r)
 }

@@ -68,147 +68,192 @@ fn install_signal_handler() {
     });
 }
 
-/// Command-line options shared by the subcommands (`--name value` pairs and flags).
-#[derive(Debug, Default)]
-pub struct Opts {
-    pairs: Vec<(String, Option<String>)>,
+/// `pn-lab bench`: the benchmarks (root; build with `cargo build --release -p pn-device -p
+/// pn-lab` for figures worth keeping).
+#[derive(clap::Subcommand, Debug)]
+pub enum BenchCmd {
+    /// Cycle stability of the device and the controller on the wire, beside the bare
+    /// raw-socket sender of the same run.
+    Cycle(CycleArgs),
+    /// GET /api/status throughput of the device API against a bare hyper server.
+    Http(HttpArgs),
+    /// Write-to-wire latency and start-up time.
+    Latency(LatencyArgs),
+    /// One controller process driving many pn-device processes.
+    Scale(ScaleArgs),
+    /// The bare hyper baseline server of `bench http`.
+    BareHttp(BareHttpArgs),
 }
 
-impl Opts {
-    pub fn parse(args: &[String]) -> Result<Opts, String> {
-        let mut pairs = Vec::new();
-        let mut it = args.iter().peekable();
-        while let Some(a) = it.next() {
-            let Some(name) = a.strip_prefix("--") else {
-                return Err(format!("unexpected argument {a}"));
-            };
-            let val = match it.peek() {
-                Some(v) if !v.starts_with("--") => it.next().cloned(),
-                _ => None,
-            };
-            pairs.push((name.to_string(), val));
-        }
-        Ok(Opts { pairs })
-    }
-    pub fn flag(&self, name: &str) -> bool {
-        self.pairs.iter().any(|(k, _)| k == name)
-    }
-    pub fn str(&self, name: &str) -> Option<&str> {
-        self.pairs
-            .iter()
-            .find(|(k, _)| k == name)
-            .and_then(|(_, v)| v.as_deref())
-    }
-    pub fn num<T: std::str::FromStr>(&self, name: &str, default: T) -> Result<T, String> {
-        match self.str(name) {
-            None => Ok(default),
-            Some(v) => v
-                .parse()
-                .map_err(|_| format!("--{name}: not a number: {v}")),
-        }
-    }
-    pub fn list<T: std::str::FromStr + Clone>(
-        &self,
-        name: &str,
-        default: &[T],
-    ) -> Result<Vec<T>, String> {
-        match self.str(name) {
-            None => Ok(default.to_vec()),
-            Some(v) => v
-                .split(',')
-                .map(|x| {
-                    x.trim()
-                        .parse()
-                        .map_err(|_| format!("--{name}: bad item {x}"))
-                })
-                .collect(),
-        }
+/// Where to write the results as JSON.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct JsonOut {
+    /// Also write the results as pretty JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct CycleArgs {
+    /// IOCR cycles in µs.
+    #[arg(long, value_delimiter = ',', default_values_t = [1000u64, 500, 250])]
+    pub periods: Vec<u64>,
+    /// Load threads on the other core.
+    #[arg(long, value_delimiter = ',', default_values_t = [0usize, 1])]
+    pub load: Vec<usize>,
+    /// The device's high-resolution timer.
+    #[arg(long, value_delimiter = ',', default_values_t = [OnOff::On, OnOff::Off])]
+    pub hires: Vec<OnOff>,
+    /// Concurrent HTTP connections polling the API during the case.
+    #[arg(long, value_delimiter = ',', default_values_t = [0u32])]
+    pub http: Vec<u32>,
+    /// Seconds per case.
+    #[arg(long, default_value_t = 10)]
+    pub seconds: u64,
+    /// DataHoldFactor of both IOCRs. The default keeps the AR up through the stalls of a busy
+    /// machine so the streams are measured without reconnect outages; "gaps>3" in the tables
+    /// is what a DataHoldFactor-3 watchdog would see. `--dhf 3` counts real trips (the AR is
+    /// reconnected after each).
+    #[arg(long, default_value_t = 32)]
+    pub dhf: u16,
+    #[command(flatten)]
+    pub out: JsonOut,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct HttpArgs {
+    #[arg(long, default_value_t = 10)]
+    pub seconds: u64,
+    /// Concurrent connections.
+    #[arg(long, default_value_t = 16)]
+    pub conns: u32,
+    #[command(flatten)]
+    pub out: JsonOut,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct BareHttpArgs {
+    #[arg(long, default_value_t = 18841)]
+    pub port: u16,
+    /// Stop after this many seconds (0: until Ctrl-C).
+    #[arg(long, default_value_t = 0)]
+    pub seconds: u64,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct LatencyArgs {
+    #[arg(long, default_value_t = 1000)]
+    pub period_us: u64,
+    #[arg(long, default_value_t = 200)]
+    pub writes: usize,
+    #[arg(long, default_value_t = 3)]
+    pub dhf: u16,
+    #[arg(long, default_value_t = 20)]
+    pub connects: usize,
+    #[command(flatten)]
+    pub out: JsonOut,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ScaleArgs {
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=200))]
+    pub devices: u64,
+    #[arg(long, default_value_t = 1000)]
+    pub period_us: u64,
+    #[arg(long, default_value_t = 30)]
+    pub seconds: u64,
+    #[arg(long, default_value_t = 3)]
+    pub dhf: u16,
+    /// The devices' high-resolution timer (it busy-spins ~80 µs per cycle in every device:
+    /// off by default here).
+    #[arg(long, value_enum, default_value_t = OnOff::Off)]
+    pub hires: OnOff,
+    #[arg(long, default_value_t = 10)]
+    pub idle_seconds: u64,
+    /// Measure the idle devices only.
+    #[arg(long)]
+    pub idle_only: bool,
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub connect_parallel: u64,
+    /// SCHED_FIFO priority of the controller's cyclic thread (its receive thread one below).
+    /// Default above the devices' threads (60 cyclic, 50 receive): the controller stands for
+    /// a PLC with a CPU of its own, so the devices sharing this machine should not delay it.
+    #[arg(long, default_value_t = 70)]
+    pub ctl_prio: i32,
+    #[command(flatten)]
+    pub out: JsonOut,
+}
+
+/// On or off.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+impl std::fmt::Display for OnOff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if *self == OnOff::On { "on" } else { "off" })
     }
 }
 
-pub const USAGE: &str = "usage (root; build with `cargo build --release -p pn-device -p pn-lab`):
-  pn-lab bench cycle   [--periods 1000,500,250] [--load 0,1] [--hires on,off] [--http 0,16]
-                       [--seconds 10] [--dhf 32] [--json FILE]
-  pn-lab bench http    [--seconds 10] [--conns 16] [--json FILE]
-  pn-lab bench latency [--period-us 1000] [--writes 200] [--connects 20] [--json FILE]
-  pn-lab bench scale   [--devices 64] [--period-us 1000] [--seconds 30] [--dhf 3] [--hires off|on]
-                       [--idle-seconds 10] [--idle-only] [--connect-parallel 8] [--ctl-prio 70]
-                       [--json FILE]
-  pn-lab bench bare-http [--port 18841] [--seconds 0]   (the bare hyper baseline server)";
-
-/// `pn-lab bench ARGS`.
-pub fn main(args: &[String]) -> ExitCode {
-    let Some((sub, rest)) = args.split_first() else {
-        eprintln!("{USAGE}");
-        return ExitCode::from(2);
+/// `pn-lab bench SUB`.
+pub fn main(cmd: &BenchCmd) -> ExitCode {
+    let name = match cmd {
+        BenchCmd::Cycle(_) => "cycle",
+        BenchCmd::Http(_) => "http",
+        BenchCmd::Latency(_) => "latency",
+        BenchCmd::Scale(_) => "scale",
+        BenchCmd::BareHttp(_) => "bare-http",
     };
-    let opts = match Opts::parse(rest) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("pn-lab bench: {e}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    if sub != "bare-http" {
+    if !matches!(cmd, BenchCmd::BareHttp(_)) {
         install_signal_handler();
     }
-    let r = match sub.as_str() {
-        "cycle" => run_cycle(&opts),
-        "http" => http::run(&opts),
-        "bare-http" => http::serve_bare(&opts),
-        "latency" => latency::run(&opts),
-        "scale" => scale::run(&opts),
-        _ => {
-            eprintln!("{USAGE}");
-            return ExitCode::from(2);
-        }
+    let r = match cmd {
+        BenchCmd::Cycle(a) => run_cycle(a),
+        BenchCmd::Http(a) => http::run(a),
+        BenchCmd::BareHttp(a) => http::serve_bare(a),
+        BenchCmd::Latency(a) => latency::run(a),
+        BenchCmd::Scale(a) => scale::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("pn-lab bench {sub}: {e}");
+            eprintln!("pn-lab bench {name}: {e}");
             ExitCode::FAILURE
         }
     }
 }
 
 /// Write `v` as pretty JSON to `--json FILE` when given.
-pub fn write_json(opts: &Opts, v: &impl serde::Serialize) -> Result<(), String> {
-    if let Some(p) = opts.str("json") {
+pub fn write_json(out: &JsonOut, v: &impl serde::Serialize) -> Result<(), String> {
+    if let Some(p) = &out.json {
         let s = serde_json::to_string_pretty(v).map_err(|e| e.to_string())?;
-        std::fs::write(p, s).map_err(|e| format!("{p}: {e}"))?;
-        println!("JSON written to {p}");
+        std::fs::write(p, s).map_err(|e| format!("{}: {e}", p.display()))?;
+        println!("JSON written to {}", p.display());
     }
     Ok(())
 }
 
-fn run_cycle(opts: &Opts) -> Result<(), String> {
-    let periods: Vec<u64> = opts.list("periods", &[1000, 500, 250])?;
-    let loads: Vec<usize> = opts.list("load", &[0, 1])?;
-    let hires: Vec<String> = opts.list("hires", &["on".to_string(), "off".to_string()])?;
-    let https: Vec<u32> = opts.list("http", &[0])?;
-    let seconds: u64 = opts.num("seconds", 10)?;
-    // DataHoldFactor of both IOCRs. The default keeps the AR up through the stalls of a busy
-    // machine so the streams are measured without reconnect outages; "gaps>3" in the tables is
-    // what a DataHoldFactor-3 watchdog would see. `--dhf 3` counts real trips (the AR is
-    // reconnected after each).
-    let dhf: u16 = opts.num("dhf", 32)?;
+fn run_cycle(opts: &CycleArgs) -> Result<(), String> {
+    let (periods, loads, hires, https) = (&opts.periods, &opts.load, &opts.hires, &opts.http);
+    let (seconds, dhf) = (opts.seconds, opts.dhf);
     println!("machine: {}", raw::machine());
     println!("DataHoldFactor {dhf}, {seconds} s per case");
     let mut rig = rig::Rig::start(true)?;
     let mut results = Vec::new();
     println!("{}", cycle::TABLE_HEADER);
-    for &p in &periods {
-        for &l in &loads {
-            for h in &hires {
-                for &c in &https {
+    for &p in periods {
+        for &l in loads {
+            for &h in hires {
+                for &c in https {
                     if stopped() {
                         return Err("interrupted".into());
                     }
                     let case = cycle::Case {
                         period_us: p,
                         load_threads: l,
-                        hires: h == "on",
+                        hires: h == OnOff::On,
                         http_conns: c,
                         seconds,
                     };
@@ -236,7 +281,7 @@ fn run_cycle(opts: &Opts) -> Result<(), String> {
         }
     }
     write_json(
-        opts,
+        &opts.out,
         &serde_json::json!({ "machine": raw::machine(), "results": results }),
     )
 }

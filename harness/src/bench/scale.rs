@@ -17,7 +17,7 @@
 use super::recorder::{Kind, Recorder};
 use super::rig::{config_xml, cpu_pct, sibling_binary, ChildGuard};
 use super::stats::{intervals, IntervalStats};
-use super::{nap, raw, stopped, write_json, Opts};
+use super::{nap, raw, stopped, write_json, OnOff, ScaleArgs};
 use crate::lab::{device_binary, write_licence, Licence, API};
 use pn_controller::{
     ArConfig, ArHandle, ArState, Controller, ControllerConfig, DeviceConfig, Event, RealtimeOptions,
@@ -239,20 +239,13 @@ pub struct ScaleResult {
     pub explain_window_ns: u64,
 }
 
-pub fn run(opts: &Opts) -> Result<(), String> {
-    let n: usize = opts.num("devices", 64)?;
-    let period_us: u64 = opts.num("period-us", 1000)?;
-    let seconds: u64 = opts.num("seconds", 30)?;
-    let dhf: u16 = opts.num("dhf", 3)?;
-    let idle_seconds: u64 = opts.num("idle-seconds", 10)?;
-    let parallel: usize = opts.num("connect-parallel", 8)?;
-    // SCHED_FIFO priority of the controller's cyclic thread (its receive thread one below).
-    // Default above the devices' threads (60 cyclic, 50 receive): the controller stands for a
-    // PLC with a CPU of its own, so the devices sharing this machine should not delay it.
-    let ctl_prio: i32 = opts.num("ctl-prio", 70)?;
-    // The high-resolution timer busy-spins ~80 us per cycle in every device: 64 devices at
-    // 1 ms would need 5 cores for the spinning alone. Off by default here.
-    let hires = opts.str("hires") == Some("on");
+pub fn run(opts: &ScaleArgs) -> Result<(), String> {
+    let n = opts.devices as usize;
+    let (period_us, seconds, dhf, idle_seconds) =
+        (opts.period_us, opts.seconds, opts.dhf, opts.idle_seconds);
+    let parallel = opts.connect_parallel as usize;
+    let ctl_prio = opts.ctl_prio;
+    let hires = opts.hires == OnOff::On;
     if !(1..=200).contains(&n) {
         return Err("--devices 1..=200".into());
     }
@@ -364,7 +357,7 @@ pub fn run(opts: &Opts) -> Result<(), String> {
         (Vec::new(), 0.0)
     };
     let idle_total: f64 = idle_threads.iter().map(|t| t.cpu_pct).sum();
-    if opts.flag("idle-only") {
+    if opts.idle_only {
         return Ok(());
     }
     let setup0 = Instant::now();
@@ -798,7 +791,7 @@ pub fn run(opts: &Opts) -> Result<(), String> {
         r.recorder_drops,
         r.setup_seconds
     );
-    write_json(opts, &r)?;
+    write_json(&opts.out, &r)?;
     drop(ars);
     drop(rec);
     drop(devs);

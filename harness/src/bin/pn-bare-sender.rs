@@ -10,7 +10,11 @@ use clap::Parser;
 use pn_lab::bench::raw;
 
 #[derive(Parser)]
-#[command(about = "bare raw-socket periodic sender (benchmark baseline)")]
+#[command(
+    name = "pn-bare-sender",
+    version,
+    about = "bare raw-socket periodic sender (benchmark baseline)"
+)]
 struct Args {
     /// Network interface.
     #[arg(long)]
