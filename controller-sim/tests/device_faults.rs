@@ -144,6 +144,32 @@ fn no_output_frame_at_all_ends_the_ar_after_the_first_frame_bound() {
     );
 }
 
+/// POST /api/io waits for the write to go out for five cycles of the AR, not of the configured
+/// send clock: at a 32 ms cycle (1 ms send clock x ReductionRatio 32, profinet-py's default)
+/// every write is reported delivered (the old 10 ms wait said NotFlushed for most of them).
+#[test]
+fn writes_are_delivered_at_a_long_cycle() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    let rig = Rig::start("pnfl", 1);
+    let ctl = rig.controller(32);
+    let _h = rig
+        .connect(&ctl, 32, 6, Faults::default())
+        .unwrap_or_else(|e| panic!("connect: {e}\n{}", rig.log()));
+    rig.wait("device DataExchange", Duration::from_secs(5), || {
+        rig.status()["connected"] == true
+    });
+    for n in 0..8u8 {
+        let r = rig.http(
+            "POST",
+            "/api/io",
+            Some(json!({"offset": 0, "data": hex::encode([n, 0x32, 0x00, n])})),
+        );
+        assert_eq!(r["delivered"], true, "write {n}: {r}");
+    }
+}
+
 #[test]
 fn provider_stop_and_bad_iops_mark_device_inputs_bad() {
     let Some((rig, _ctl, h)) = up("pnf2", Faults::default()) else {

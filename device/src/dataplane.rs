@@ -571,6 +571,9 @@ pub struct PlaneStatus {
     pub link_up: bool,
     /// Cyclic data is being exchanged now (at least one AR in data exchange).
     pub connected: bool,
+    /// The IOCR cycle of the AR in ns (SendClockFactor × ReductionRatio; 0 without an AR): a
+    /// write reaches the wire within about one cycle.
+    pub ar_cycle_ns: u64,
     /// The process image is attached to the cyclic thread (`sharedMemoryMapped`).
     pub image_attached: bool,
     /// Free text for `GET /api/diag` `message` (empty when nothing to say).
@@ -1003,6 +1006,7 @@ impl DataPlane for RawSocketPlane {
             port_present: link.present,
             link_up: link.up,
             connected: false,
+            ar_cycle_ns: 0,
             image_attached: false,
             message: if running {
                 "raw socket bound; no PROFINET stack in this build (no cyclic exchange)".into()

@@ -399,13 +399,20 @@ impl Runtime {
         }
     }
 
-    fn delivery_wait(&self, cfg: &RuntimeConfig) -> Duration {
-        let ms = if self.settings.delivery_wait_ms > 0 {
-            self.settings.delivery_wait_ms
+    /// How long `POST /api/io` waits for the write to go out in a frame: five cycles of the
+    /// running AR (its SendClockFactor × ReductionRatio, which a controller may set far above
+    /// the configured send clock: profinet-py's default is 32 ms), at least 10 ms; without
+    /// an AR five send clocks. `Dev:DeliveryWaitMs` overrides it.
+    fn delivery_wait(&self, cfg: &RuntimeConfig, ar_cycle_ns: u64) -> Duration {
+        if self.settings.delivery_wait_ms > 0 {
+            return Duration::from_millis(self.settings.delivery_wait_ms);
+        }
+        let cycle = if ar_cycle_ns > 0 {
+            Duration::from_nanos(ar_cycle_ns)
         } else {
-            (5 * cfg.send_clock_ms as u64).max(10)
+            Duration::from_millis(cfg.send_clock_ms as u64)
         };
-        Duration::from_millis(ms)
+        (cycle * 5).max(Duration::from_millis(10))
     }
 
     fn wait_reason(sh: &Shared) -> &'static str {
@@ -1097,11 +1104,11 @@ impl Runtime {
             (gen, slot.clone())
         };
         let (gen, img) = gen_img;
+        let ps = self.plane_status();
         let (state, wait) = {
             let sh = self.lock();
-            (sh.state, self.delivery_wait(&sh.config))
+            (sh.state, self.delivery_wait(&sh.config, ps.ar_cycle_ns))
         };
-        let ps = self.plane_status();
         let code = if !state.running() || !ps.running {
             reason::DATA_PLANE_STOPPED
         } else if !ps.link_up {

@@ -293,6 +293,7 @@ impl DataPlane for SimPlane {
             port_present: link.present,
             link_up: link.up,
             connected: self.sh.connected.load(Ordering::Acquire),
+            ar_cycle_ns: 0,
             image_attached: running,
             message: "simulated data plane (test only)".into(),
             counters: self.sh.counters.snapshot(),

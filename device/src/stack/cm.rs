@@ -570,6 +570,7 @@ impl Cm {
         }
         self.ctx.image.set_device_status(IOXS_BAD, IOXS_BAD);
         self.ctx.flags.connected.store(false, Ordering::Release);
+        self.ctx.flags.ar_cycle_ns.store(0, Ordering::Release);
         let k = &self.ctx.counters;
         k.active_iocr_count.store(0, Ordering::Relaxed);
         k.iocr_active.store(0, Ordering::Relaxed);
@@ -996,6 +997,10 @@ impl Cm {
                 }
                 cyc.set_job(Some(Arc::new(plan.provider.clone())));
                 self.ctx.image.set_device_status(IOXS_GOOD, IOXS_GOOD);
+                self.ctx
+                    .flags
+                    .ar_cycle_ns
+                    .store(plan.period_ns, Ordering::Release);
                 let k = &self.ctx.counters;
                 k.active_iocr_count.store(2, Ordering::Relaxed);
                 k.iocr_active.store(0, Ordering::Relaxed);

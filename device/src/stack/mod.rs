@@ -214,6 +214,8 @@ pub enum CtlMsg {
 #[derive(Default)]
 pub struct PlaneFlags {
     pub connected: AtomicBool,
+    /// IOCR cycle of the IO AR (ns; 0 = no AR).
+    pub ar_cycle_ns: std::sync::atomic::AtomicU64,
     pub link_up: AtomicBool,
     pub running: AtomicBool,
     pub message: Mutex<String>,
@@ -665,6 +667,7 @@ impl DataPlane for ProfinetPlane {
             port_present: link.present,
             link_up: link.up,
             connected: running && self.flags.connected.load(Ordering::Acquire),
+            ar_cycle_ns: self.flags.ar_cycle_ns.load(Ordering::Acquire),
             image_attached: running,
             message: self
                 .flags
