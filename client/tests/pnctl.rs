@@ -122,9 +122,9 @@ fn commands_json_and_exit_codes() {
         "--slot",
         "1",
         "--subslot",
-        "1",
+        "0x0001",
         "--error-type",
-        "2",
+        "0x6",
         "--severity",
         "1",
         "--text",
@@ -132,6 +132,22 @@ fn commands_json_and_exit_codes() {
     ]);
     assert_eq!(r.code, 0, "{r:?}");
     assert_eq!(r.json()["entryCount"], 1);
+    // A submodule the configuration does not have is refused with the reason.
+    let r = d.pnctl(&[
+        "diag",
+        "add",
+        "--slot",
+        "9",
+        "--subslot",
+        "1",
+        "--error-type",
+        "6",
+    ]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        (r.stdout.clone() + &r.stderr).contains("not in the configuration"),
+        "{r:?}"
+    );
     let j = d.pnctl(&["--json", "diag"]).json();
     assert_eq!(j["diagnoses"].as_array().map(|a| a.len()), Some(1), "{j}");
     // the diagnosis raised an alarm (severity 1 -> Warning); list it and acknowledge it by id
@@ -172,7 +188,7 @@ fn commands_json_and_exit_codes() {
         "--subslot",
         "1",
         "--error-type",
-        "2",
+        "6",
     ]);
     assert_eq!(r.code, 0, "{r:?}");
     let r = d.pnctl(&[

@@ -207,6 +207,19 @@ fn diag_severity(sev: u8) -> AlarmSeverity {
     }
 }
 
+/// "slot/subslot" of every configured submodule, for messages.
+fn configured_submodules(c: &RuntimeConfig) -> String {
+    c.modules
+        .iter()
+        .flat_map(|m| {
+            m.submodules
+                .iter()
+                .map(move |s| format!("{}/{:#06x}", m.slot, s.subslot))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn diag_key_text(k: &DiagKey) -> String {
     format!("diag:{}/{}/{}/{:#06x}", k.0, k.1, k.2, k.3)
 }
@@ -1328,7 +1341,24 @@ impl Runtime {
         let mut sh = self.lock();
         let exists = sh.diag.contains_key(&key);
         let running = sh.state.running();
+        let configured = sh.config.modules.iter().any(|m| {
+            m.slot == entry.slot && m.submodules.iter().any(|s| s.subslot == entry.subslot)
+        });
         let (ok, msg, cmd) = match action {
+            // A diagnosis belongs to a submodule the controller knows: one the configuration
+            // does not have would reach the controller as an alarm for a module it never
+            // configured.
+            DiagAction::Add | DiagAction::Update if !configured => (
+                false,
+                format!(
+                    "slot {} subslot {:#06x} is not in the configuration ({}); a diagnosis \
+                     needs a configured submodule",
+                    entry.slot,
+                    entry.subslot,
+                    configured_submodules(&sh.config)
+                ),
+                None,
+            ),
             DiagAction::Add | DiagAction::Update if action == DiagAction::Update && !exists => (
                 false,
                 format!("no diagnosis entry {}", diag_key_text(&key)),

@@ -489,6 +489,21 @@ fn spec_4_rule_5_diag_write_shapes_and_severity() {
         json!({"action":"update","slot":2,"subslot":1,"errorType":1,"severity":3}),
     );
     assert_eq!(r["ok"], false);
+    // A submodule the configuration does not have: refused, no alarm, nothing for the
+    // controller.
+    let r = d.post(
+        "/api/diag",
+        json!({"action":"add","slot":7,"subslot":1,"errorType":6,"severity":0}),
+    );
+    assert_eq!(r["ok"], false, "{r}");
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .contains("not in the configuration"),
+        "{r}"
+    );
+    assert_eq!(d.status()["alarmCount"], 1, "only the slot 1 diagnosis");
     let r = d.post(
         "/api/diag",
         json!({"action":"remove","slot":1,"subslot":1,"channel":3,"errorType":1}),

@@ -157,14 +157,18 @@ enum DiagCmd {
 
 #[derive(Args, Debug)]
 struct DiagArgs {
-    #[arg(long)]
+    /// Slot (decimal or 0x hex).
+    #[arg(long, value_parser = parse_u16)]
     slot: u16,
-    #[arg(long)]
+    /// Subslot (decimal or 0x hex), e.g. 1 or 0x8001 for the first port.
+    #[arg(long, value_parser = parse_u16)]
     subslot: u16,
-    #[arg(long, default_value_t = 0)]
+    /// Channel (decimal or 0x hex; 0x8000 = the whole submodule).
+    #[arg(long, default_value_t = 0, value_parser = parse_u16)]
     channel: u16,
-    /// Channel error type.
-    #[arg(long)]
+    /// Channel error type (decimal or 0x hex), e.g. 1 short circuit, 2 undervoltage,
+    /// 5 temperature, 6 wire break (IEC 61158-6-10 ChannelErrorType).
+    #[arg(long, value_parser = parse_u16)]
     error_type: u16,
     /// 0 fault, 1 maintenance required, 2 maintenance demanded, 3 qualified.
     #[arg(long, default_value_t = 0)]
@@ -172,6 +176,16 @@ struct DiagArgs {
     /// Free text.
     #[arg(long, default_value = "")]
     text: String,
+}
+
+/// A u16 in decimal or with a 0x prefix in hex.
+fn parse_u16(s: &str) -> Result<u16, String> {
+    let t = s.trim();
+    match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(h) => u16::from_str_radix(h, 16),
+        None => t.parse(),
+    }
+    .map_err(|e| format!("'{s}': {e} (decimal, or hex with 0x)"))
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]

@@ -504,7 +504,8 @@ impl Records {
                     return Err(rw_error::write(rw_error::ACC_INVALID_INDEX, 0));
                 }
                 let expected_type = 0x0020 + (i - index::IM0);
-                match ImRecord::parse(data) {
+                // Exactly one block: 61 bytes for an I&M1 (60) is a length error.
+                match ImRecord::parse_exact(data) {
                     Ok(rec) if rec.block_type() == expected_type => {
                         let ev = durable(ev)?;
                         match &rec {
@@ -631,6 +632,18 @@ mod tests {
             .write(&RecordAddress::new(0, 0, 1, index::IM2), &rec, |_| Ok(()))
             .unwrap_err();
         assert_eq!(e.to_bytes()[..3], [0xDF, 0x80, 0xB9]);
+        // One byte more than the I&M1 block (60): a write length error, nothing stored.
+        let mut long = ImRecord::Im1(Im1 {
+            tag_function: "VALVE".into(),
+            tag_location: "HALL".into(),
+        })
+        .to_bytes()
+        .unwrap();
+        long.push(b' ');
+        assert_eq!(long.len(), 61);
+        let e = r.write(&a, &long, |_| Ok(())).unwrap_err();
+        assert_eq!(e.to_bytes()[..3], [0xDF, 0x80, 0xB1]);
+        assert_eq!(r.im.tag_function.trim_end(), "PUMP");
     }
 
     /// A record that cannot be stored is answered with "application: write error" and keeps

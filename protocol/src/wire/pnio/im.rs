@@ -298,6 +298,17 @@ impl ImRecord {
         Ok(rec)
     }
 
+    /// [`ImRecord::parse`] for record data that must be exactly one I&M block: nothing may
+    /// follow it (a written I&M1 of 61 bytes is a length error, not an I&M1 plus a stray byte).
+    pub fn parse_exact(buf: &[u8]) -> Result<Self> {
+        let rec = Self::parse(buf)?;
+        let block_len = BlockView::new_checked(buf)?.header().total_len();
+        if buf.len() != block_len {
+            return Err(Error::Malformed("record data longer than its I&M block"));
+        }
+        Ok(rec)
+    }
+
     pub fn block_type(&self) -> u16 {
         match self {
             ImRecord::Im0(_) => block_type::IM0,
@@ -383,6 +394,21 @@ mod tests {
         0x37, 0x20, 0x20, 0x20, 0x20, 0x20, 0x20, 0x20, 0x20, 0x20, 0x20, 0x20, 0x20, 0x20, 0x00,
         0x03, 0x56, 0x00, 0x02, 0x00, 0x00, 0x00, 0x12, 0x34, 0x56, 0x78, 0x01, 0x01, 0x00, 0x0e,
     ];
+
+    /// Record data must be exactly the block: a byte after it is an error for `parse_exact`
+    /// (what a written record is checked with), not for `parse` (the first block of a buffer).
+    #[test]
+    fn parse_exact_refuses_bytes_after_the_block() {
+        let mut long = PNET_IM0.to_vec();
+        assert!(ImRecord::parse_exact(&long).is_ok());
+        long.push(0);
+        assert!(ImRecord::parse(&long).is_ok());
+        assert_eq!(
+            ImRecord::parse_exact(&long),
+            Err(Error::Malformed("record data longer than its I&M block"))
+        );
+        assert!(ImRecord::parse_exact(&PNET_IM0[..59]).is_err());
+    }
 
     #[test]
     fn parses_pnet_im0() {
