@@ -1,7 +1,7 @@
 //! Remanent data is acknowledged only after it is durable (docs/decisions.md): the production
 //! runtime's commit handler, reached exactly as the stack reaches it (the `EventSink` the
 //! runtime hands to `DataPlane::start`), behind the production record store (`Records::write`,
-//! as the CM thread calls it) and DCP responder (`DcpResponder::with_sink`, as the L2 worker
+//! as the CM thread calls it) and DCP responder (`DcpResponder::with_durable`, as the L2 worker
 //! builds it), and `POST /api/reset` (`Runtime::reset`).
 //!
 //! * When the answer exists (the write returned, the Set response frame was built), the value
@@ -251,7 +251,7 @@ async fn persist_record_write_answers_after_the_file_and_refuses_what_cannot_be_
 async fn persist_dcp_set_answers_after_the_file_and_refuses_what_cannot_be_stored() {
     let rig = Rig::new().await;
     let mut d = DcpResponder::new(ident(&rig.cfg.station_name), Instant::from_millis(0))
-        .with_sink(rig.sink.clone());
+        .with_durable(pn_device::stack::dcp::durable_through(rig.sink.clone()));
     let name = |s: &str| NameOfStation::new(s).unwrap();
 
     // Permanent name and IP: in the file when the response frame exists.
@@ -346,8 +346,11 @@ async fn persist_dcp_set_answers_after_the_file_and_refuses_what_cannot_be_store
         ),
         [BlockError::OK]
     );
-    assert!(!rig.file_exists());
-    assert_eq!(d.identity().station_name, rig.cfg.station_name);
+    // Everything erased; the file keeps only that the name was erased (decisions §21), and
+    // the NameOfStation is empty.
+    let disk = rig.on_disk();
+    assert!(disk.name_cleared && disk.station_name.is_none() && disk.ip.is_none());
+    assert_eq!(d.identity().station_name, "");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -374,7 +377,11 @@ async fn persist_http_reset_answers_after_the_file_and_refuses_what_cannot_be_st
     rig.writable(true);
     let r = rig.rt.reset(ResetMode::Factory).await;
     assert_eq!(r["ok"], true, "{r}");
-    assert!(!rig.file_exists(), "the file is gone when the answer comes");
+    let disk = rig.on_disk();
+    assert!(
+        disk.name_cleared && disk.im.tag_function.is_empty() && disk.records.is_empty(),
+        "the file is reset when the answer comes: {disk:?}"
+    );
     assert_eq!(rig.rt.im()["im1TagFunction"], "");
     assert_eq!(rig.plane.commands.lock().unwrap().len(), 1);
 }

@@ -3,9 +3,10 @@
 //! PROFINET device LLDP frame. Each frame must dissect as the intended protocol, be free of
 //! malformed markers and expert warnings/errors, and show the encoded field values.
 
+use pn_protocol::machine::dcp_responder::{DcpIdentity, DcpResponder};
+use pn_protocol::time::Instant;
 use pn_protocol::wire::dcp::{
-    self, device_role, qualifier, BlockError, DcpBlock, DcpDeviceInfo, DcpRepr, DcpValue,
-    NameOfStation,
+    self, device_role, qualifier, BlockError, DcpBlock, DcpRepr, DcpValue, NameOfStation,
 };
 use pn_protocol::wire::ethernet::{ethertype, EthernetRepr, MacAddr, VlanTag};
 use pn_protocol::wire::lldp::{self, DeviceLldpConfig, NameOfDeviceMode};
@@ -223,22 +224,43 @@ fn dcp_cases() -> Vec<(DcpRepr, MacAddr, Option<VlanTag>)> {
             DcpValue::AliasName(b"port-002.switch".to_vec()),
         ],
     );
-    let info = DcpDeviceInfo {
-        mac: DEV,
-        ip,
-        mask,
-        gateway: gw,
-        ip_block_info: dcp::ip_block_info::SET,
-        vendor_value: "pn-device".into(),
-        name: Some(name("dev-7")),
-        vendor_id: 0x0493,
-        device_id: 2,
-        role: device_role::IO_DEVICE,
-        instance: Some((0, 1)),
-        oem_id: None,
-        device_initiative: Some(1),
-        aliases: vec![],
+    // The device role's answers come from the responder the daemon runs (one DCP responder).
+    let mut responder = DcpResponder::new(
+        DcpIdentity {
+            mac: DEV,
+            station_name: "dev-7".into(),
+            device_vendor: "pn-device".into(),
+            vendor_id: 0x0493,
+            device_id: 2,
+            ip,
+            mask,
+            gateway: gw,
+            device_instance: (0, 1),
+            device_initiative: true,
+        },
+        Instant::ZERO,
+    );
+    let mut answer = |req: DcpRepr, dst: MacAddr| -> DcpRepr {
+        let f = req.build_frame(dst, CTRL, None).unwrap();
+        let mut frames = responder.on_frame(&f, Instant::ZERO).frames;
+        frames.extend(responder.poll(Instant::from_millis(10_000)));
+        frames
+            .iter()
+            .filter_map(|f| DcpRepr::parse_frame(f).ok().map(|(_, _, r)| r))
+            .find(|r| r.xid == req.xid && r.service_id == req.service_id)
+            .expect("the responder answered")
     };
+    let identify_response = answer(
+        DcpRepr::identify_request_all(0x51, 1),
+        MacAddr::DCP_IDENTIFY,
+    );
+    let get_response_r = answer(
+        DcpRepr::get_request(0x52, &[(1, 1), (1, 2), (2, 8), (6, 1), (0x80, 1)]),
+        DEV,
+    );
+    let hello_r = DcpRepr::parse_frame(&responder.hello_frame().unwrap())
+        .unwrap()
+        .2;
     vec![
         (
             DcpRepr::identify_request_all(0x01000001, 1),
@@ -318,16 +340,9 @@ fn dcp_cases() -> Vec<(DcpRepr, MacAddr, Option<VlanTag>)> {
             None,
         ),
         (hello, MacAddr::DCP_HELLO, None),
-        (info.identify_response(0x51), CTRL, None),
-        (
-            info.get_response(&DcpRepr::get_request(
-                0x52,
-                &[(1, 1), (1, 2), (2, 8), (6, 1), (0x80, 1)],
-            )),
-            CTRL,
-            None,
-        ),
-        (info.hello(0x53), MacAddr::DCP_HELLO, None),
+        (identify_response, CTRL, None),
+        (get_response_r, CTRL, None),
+        (hello_r, MacAddr::DCP_HELLO, None),
     ]
 }
 

@@ -414,7 +414,7 @@ impl Worker {
                     None
                 }
             };
-            if let Some(se) = ev.to_stack_event(applied) {
+            if let Some(se) = dcp::to_stack_event(&ev, applied) {
                 let _ = self.events.send(se);
             }
         }
@@ -528,7 +528,7 @@ impl L2Services {
         let (cn, ci, cm, cg) = cfg.configured.clone();
         let dcp = DcpResponder::new(id.clone(), now)
             .with_configured(&cn, ci, cm, cg)
-            .with_sink(events.clone());
+            .with_durable(dcp::durable_through(events.clone()));
         let mut lldp = LldpAgent::new(id.mac, &id.station_name, id.ip, &cfg.im0, cfg.ifindex, now);
         lldp.set_link(&link, now);
         let status = Arc::new(Mutex::new(L2Status::default()));

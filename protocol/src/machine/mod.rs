@@ -4,5 +4,6 @@
 pub mod cmdev;
 pub mod cyclic;
 pub mod dcp_delay;
+pub mod dcp_responder;
 pub mod rpc_reassembly;
 pub mod rta;
