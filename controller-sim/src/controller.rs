@@ -94,6 +94,57 @@ pub enum ArState {
     Aborted(String),
 }
 
+impl std::fmt::Display for ArState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ArState::Connecting => f.write_str("connecting"),
+            ArState::Parameterizing => f.write_str("parameterizing"),
+            ArState::WaitApplicationReady => f.write_str("waiting for ApplicationReady"),
+            ArState::DataExchange => f.write_str("data exchange"),
+            ArState::Released => f.write_str("released"),
+            ArState::Aborted(why) => write!(f, "aborted: {why}"),
+        }
+    }
+}
+
+impl std::fmt::Display for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Event::State { ar, station, state } => write!(f, "AR {ar} '{station}': {state}"),
+            Event::Alarm { ar, station, alarm } => {
+                write!(
+                    f,
+                    "AR {ar} '{station}': {} alarm {} (0x{:04x}) slot {} subslot 0x{:04x}, \
+                     sequence {}",
+                    alarm.priority,
+                    alarm.alarm_type_name,
+                    alarm.alarm_type,
+                    alarm.slot,
+                    alarm.subslot,
+                    alarm.sequence_number
+                )?;
+                for d in &alarm.diagnosis {
+                    write!(f, "; {d}")?;
+                }
+                Ok(())
+            }
+            Event::WatchdogExpired { ar, station } => write!(
+                f,
+                "AR {ar} '{station}': no valid input frame from the device within the data-hold \
+                 time"
+            ),
+            Event::DeviceAbort {
+                ar,
+                station,
+                status,
+            } => write!(
+                f,
+                "AR {ar} '{station}': the device ended the AR with ERR-RTA {status}"
+            ),
+        }
+    }
+}
+
 /// Something that happened, for [`Controller::events`].
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub enum Event {
@@ -648,9 +699,15 @@ impl Shared {
                     self.emit(Event::DeviceAbort {
                         ar: ar.id,
                         station: ar.model.station_name.clone(),
-                        status: st.to_string(),
+                        status: pn_protocol::wire::rta::abort_reason::status_text(st),
                     });
-                    self.set_state(ar, ArState::Aborted(format!("device sent ERR-RTA {st}")));
+                    self.set_state(
+                        ar,
+                        ArState::Aborted(format!(
+                            "device sent ERR-RTA {}",
+                            pn_protocol::wire::rta::abort_reason::status_text(st)
+                        )),
+                    );
                 }
                 RtaEvent::Timeout { .. } => {
                     self.set_state(ar, ArState::Aborted("alarm transport timeout".into()));

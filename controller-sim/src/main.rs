@@ -509,7 +509,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                         t0.elapsed().as_secs_f64()
                     );
                     println!(
-                        "state      {:?}   cycle {} us   frame ids in {:#06x} out {:#06x}",
+                        "state      {}   cycle {} us   frame ids in {:#06x} out {:#06x}",
                         st.state, st.cycle_us, st.input_frame_id, st.output_frame_id
                     );
                     println!("sent       {} frames ({} missed slots)   tick max late {} us, missed ticks {}", st.frames_sent, st.missed_send_slots, ts.max_lateness_us, ts.missed_ticks);
@@ -522,11 +522,13 @@ fn run(cli: Cli) -> Result<(), Error> {
                         st.watchdog_expiries
                     );
                     println!(
-                        "inputs     {}   IOPS {}   IOCS {}   DataStatus {:?}",
+                        "inputs     {}   IOPS {}   IOCS {}   DataStatus {}",
                         hex::encode(&inp.data),
                         hex::encode(&inp.iops),
                         hex::encode(&inp.iocs),
-                        inp.data_status.map(|d| format!("{d:#04x}"))
+                        inp.data_status.map_or("none yet".to_string(), |d| {
+                            pn_protocol::wire::rt::DataStatus(d).to_string()
+                        })
                     );
                     println!("outputs    {}", hex::encode(h.outputs()));
                     println!("alarms     {}", st.alarms_received);
@@ -534,12 +536,12 @@ fn run(cli: Cli) -> Result<(), Error> {
                         println!("moduleDiff {l}");
                     }
                     for e in &evs {
-                        println!("event      {e:?}");
+                        println!("event      {e}");
                     }
                     let _ = std::io::stdout().flush();
                 }
                 if matches!(st.state, ArState::Aborted(_) | ArState::Released) {
-                    return Err(Error::Aborted(format!("{:?}", st.state)));
+                    return Err(Error::Aborted(st.state.to_string()));
                 }
             }
             if !no_release {

@@ -183,6 +183,35 @@ impl DataStatus {
     }
 }
 
+/// "0x35 (primary, valid, run, station ok)": the byte and its bits in words, as Wireshark
+/// names them (`pn_rt.ds_*`).
+impl core::fmt::Display for DataStatus {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let words = [
+            if self.primary() { "primary" } else { "backup" },
+            if self.data_valid() {
+                "valid"
+            } else {
+                "invalid"
+            },
+            if self.provider_run() { "run" } else { "stop" },
+            if self.station_ok() {
+                "station ok"
+            } else {
+                "station problem"
+            },
+        ];
+        write!(f, "{:#04x} ({}", self.0, words.join(", "))?;
+        if self.redundancy() {
+            write!(f, ", redundancy")?;
+        }
+        if self.ignore() {
+            write!(f, ", ignore")?;
+        }
+        write!(f, ")")
+    }
+}
+
 /// Where a bad IOxS was detected (IOxS bits 5-6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LocationOfDetection {
@@ -406,6 +435,18 @@ pub fn build_cyclic_frame(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn data_status_in_words() {
+        assert_eq!(
+            DataStatus::RUNNING.to_string(),
+            "0x35 (primary, valid, run, station ok)"
+        );
+        assert_eq!(
+            DataStatus(0x04).to_string(),
+            "0x04 (backup, valid, stop, station problem)"
+        );
+    }
     use crate::wire::ethernet::{MacAddr, VlanTag};
 
     #[test]
