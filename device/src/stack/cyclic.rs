@@ -40,6 +40,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
+use pn_protocol::machine::cyclic::{check_frame, CrRule, FrameCheck};
+use pn_protocol::wire::ethernet::MacAddr;
 use pn_protocol::wire::rt::{ApduStatus, CyclicFrame, DataStatus, FrameId};
 
 use crate::dataplane::SharedCounters;
@@ -136,6 +138,17 @@ pub struct ConsumerJob {
     pub dht_ns: u64,
     /// Last CycleCounter seen (duplicate detection).
     pub last_counter: Option<u16>,
+}
+
+impl ConsumerJob {
+    /// The consumer rule of this CR (protocol crate).
+    pub fn rule(&self) -> CrRule {
+        CrRule {
+            frame_id: FrameId(self.frame_id),
+            src: Some(MacAddr(self.src)),
+            c_sdu_len: Some(self.c_sdu_len),
+        }
+    }
 }
 
 /// State shared between the real-time thread, the receive thread and the connection manager.
@@ -307,33 +320,28 @@ pub fn consume_frame(
     let Some(job) = guard.as_mut() else {
         return Consumed::NotOurs;
     };
-    let Ok(id) = pn_protocol::wire::rt::frame_id(payload) else {
-        return Consumed::Invalid;
+    // The protocol crate's consumer rule (the one copy: FrameID, source, length bounds,
+    // DataValid and TransferStatus). An over-long frame is not this CR's: its bytes at the
+    // status position are arbitrary (the malformed-RT flood ended ARs this way,
+    // docs/decisions.md "Floods").
+    let st = match check_frame(&job.rule(), MacAddr(src), payload) {
+        FrameCheck::NotThisCr => return Consumed::NotOurs,
+        FrameCheck::Malformed(_) => return Consumed::Invalid,
+        FrameCheck::NotValid(st) => {
+            shared
+                .peer_data_status
+                .store(st.data_status.0, Ordering::Relaxed);
+            return Consumed::Ignored;
+        }
+        FrameCheck::Good(st) => st,
     };
-    if id.0 != job.frame_id {
-        return Consumed::NotOurs;
-    }
-    if src != job.src {
-        return Consumed::Invalid;
-    }
-    let Ok(frame) = CyclicFrame::with_c_sdu_len(payload, job.c_sdu_len) else {
-        return Consumed::Invalid;
-    };
-    // Longer than the agreed frame (FrameID, C_SDU, APDU status) plus the padding of a
-    // minimum-size Ethernet frame (46 payload bytes): not this CR's frame. Its bytes at the
-    // status position are arbitrary and could pass the checks below (data into the I area, a
-    // CycleCounter that makes the controller's next frames look stale: the malformed-RT flood
-    // ended ARs this way, docs/decisions.md "Floods").
-    if payload.len() > job.c_sdu_len.saturating_add(6).max(46) {
-        return Consumed::Invalid;
-    }
-    let st = frame.apdu_status();
     shared
         .peer_data_status
         .store(st.data_status.0, Ordering::Relaxed);
-    if st.transfer_status != 0 || !st.data_status.data_valid() {
-        return Consumed::Ignored;
-    }
+    // The C_SDU: check_frame has checked the length.
+    let Ok(frame) = CyclicFrame::with_c_sdu_len(payload, job.c_sdu_len) else {
+        return Consumed::Invalid;
+    };
     // Duplicate / stale frame: the CycleCounter must advance (rule of the protocol crate's
     // sans-IO consumer, after p-net `pf_cpm_check_cycle`).
     if job

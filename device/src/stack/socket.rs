@@ -168,35 +168,41 @@ impl CyclicMatch {
     /// AR's frames the filter drops are still counted (`invalidFrames`) or consumed there,
     /// as without the cyclic socket. A unit test runs both on the same frames.
     pub fn verdict(&self, frame: &[u8]) -> CyclicVerdict {
-        use CyclicVerdict::*;
+        use pn_protocol::machine::cyclic::{check_frame, CrRule, FrameCheck};
+        use pn_protocol::wire::ethernet::MacAddr;
+        use pn_protocol::wire::rt::FrameId;
         let be16 = |i: usize| {
             frame
                 .get(i..i + 2)
                 .map(|b| u16::from_be_bytes([b[0], b[1]]))
         };
+        // The filter's one decision of its own: the RT payload sits after an untagged
+        // Ethernet header or after one 802.1Q tag.
         let fid_at = match be16(12) {
             Some(0x8100) if be16(16) == Some(0x8892) => 18,
             Some(0x8892) => 14,
-            _ => return NotThisCr,
+            _ => return CyclicVerdict::NotThisCr,
         };
-        if self.c_sdu_len > 1500 || be16(fid_at) != Some(self.frame_id) {
-            return NotThisCr;
+        if self.c_sdu_len > 1500 {
+            return CyclicVerdict::NotThisCr;
         }
-        let status = fid_at + 2 + self.c_sdu_len;
-        let longest = fid_at + (self.c_sdu_len + 6).max(46);
-        if frame.len() > longest
-            || frame.len() < status + 4
-            || frame.get(6..12) != Some(&self.src[..])
-        {
-            return Malformed;
-        }
-        let valid = frame
-            .get(status + 2)
-            .is_some_and(|&b| u32::from(b) & DATA_VALID != 0);
-        if valid && frame.get(status + 3) == Some(&0) {
-            Accepted
-        } else {
-            Status
+        let (Some(src), Some(payload)) = (frame.get(6..12), frame.get(fid_at..)) else {
+            return CyclicVerdict::NotThisCr;
+        };
+        let mut mac = [0u8; 6];
+        mac.copy_from_slice(src);
+        let rule = CrRule {
+            frame_id: FrameId(self.frame_id),
+            src: Some(MacAddr(self.src)),
+            c_sdu_len: Some(self.c_sdu_len),
+        };
+        // Everything else is the consumer's rule (protocol crate), which the BPF program
+        // mirrors (test `cyclic_rule_in_user_space_matches_the_program`).
+        match check_frame(&rule, MacAddr(mac), payload) {
+            FrameCheck::NotThisCr => CyclicVerdict::NotThisCr,
+            FrameCheck::Malformed(_) => CyclicVerdict::Malformed,
+            FrameCheck::NotValid(_) => CyclicVerdict::Status,
+            FrameCheck::Good(_) => CyclicVerdict::Accepted,
         }
     }
 }

@@ -66,6 +66,65 @@ pub fn cycle_advanced(last: u16, new: u16) -> bool {
     (1..=MAX_CYCLE_ADVANCE).contains(&diff)
 }
 
+/// The consumer's rule for one cyclic frame of a CR (CPM frame check, after p-net
+/// `pf_cpm_c_data_ind` / `pf_cpm_check_src_addr`): the one copy of it. The protocol crate's
+/// [`Consumer`], the daemon's cyclic receive path and the user-space twin of its kernel socket
+/// filter all decide with [`check_frame`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CrRule {
+    pub frame_id: FrameId,
+    /// The provider's MAC address (`None`: any).
+    pub src: Option<MacAddr>,
+    /// The IOCR DataLength: the APDU status follows the C_SDU right after it (`None`: the
+    /// status is read at the end of the payload).
+    pub c_sdu_len: Option<usize>,
+}
+
+/// What [`check_frame`] says about a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameCheck {
+    /// Another FrameID: not this CR's frame.
+    NotThisCr,
+    /// This CR's FrameID but unusable: wrong source, too short, or longer than the CR's frame
+    /// plus the padding of a minimum Ethernet frame (its bytes at the status position would be
+    /// arbitrary).
+    Malformed(&'static str),
+    /// Well-formed, but DataValid is off or TransferStatus is not zero: no new data.
+    NotValid(ApduStatus),
+    /// Valid data (the CycleCounter is the caller's next check).
+    Good(ApduStatus),
+}
+
+/// Check one RT payload (from the FrameID on) received from `src` against `rule`.
+pub fn check_frame(rule: &CrRule, src: MacAddr, payload: &[u8]) -> FrameCheck {
+    match rt::frame_id(payload) {
+        Ok(id) if id == rule.frame_id => {}
+        _ => return FrameCheck::NotThisCr,
+    }
+    if rule.src.is_some_and(|s| s != src) {
+        return FrameCheck::Malformed("unexpected source MAC");
+    }
+    let view = match rule.c_sdu_len {
+        Some(n) => {
+            // FrameID + C_SDU + APDU status, or the 46-byte minimum payload with padding.
+            if payload.len() > n.saturating_add(6).max(46) {
+                return FrameCheck::Malformed("longer than the CR's frame");
+            }
+            CyclicFrame::with_c_sdu_len(payload, n)
+        }
+        None => CyclicFrame::new_checked(payload),
+    };
+    let Ok(view) = view else {
+        return FrameCheck::Malformed("frame too short");
+    };
+    let status = view.apdu_status();
+    if status.transfer_status != 0 || !status.data_status.data_valid() {
+        FrameCheck::NotValid(status)
+    } else {
+        FrameCheck::Good(status)
+    }
+}
+
 /// Counters kept by the provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ProviderStats {
@@ -342,32 +401,31 @@ impl Consumer {
     }
 
     fn check(&self, src: MacAddr, payload: &[u8]) -> RxOutcome {
-        if self.expected_src.is_some_and(|s| s != src) {
-            return RxOutcome::Invalid("unexpected source MAC");
-        }
-        let view = match self.c_sdu_len {
-            Some(n) => CyclicFrame::with_c_sdu_len(payload, n),
-            None => CyclicFrame::new_checked(payload),
+        let rule = CrRule {
+            frame_id: self.frame_id,
+            src: self.expected_src,
+            c_sdu_len: self.c_sdu_len,
         };
-        let Ok(view) = view else {
-            return RxOutcome::Invalid("frame too short");
+        let status = match check_frame(&rule, src, payload) {
+            FrameCheck::NotThisCr => return RxOutcome::NotForUs,
+            FrameCheck::Malformed(why) => return RxOutcome::Invalid(why),
+            FrameCheck::NotValid(st) if st.transfer_status != 0 => {
+                return RxOutcome::Invalid("TransferStatus not zero")
+            }
+            FrameCheck::NotValid(_) => return RxOutcome::Invalid("DataValid not set"),
+            FrameCheck::Good(st) => st,
         };
-        let status = view.apdu_status();
-        if status.transfer_status != 0 {
-            return RxOutcome::Invalid("TransferStatus not zero");
-        }
-        if !status.data_status.data_valid() {
-            return RxOutcome::Invalid("DataValid not set");
-        }
         if let Some(last) = self.last_cycle {
             if !cycle_advanced(last, status.cycle_counter) {
                 return RxOutcome::Duplicate;
             }
         }
-        let end = rt::FRAME_ID_LEN + view.c_sdu().len();
+        let c_sdu_len = self
+            .c_sdu_len
+            .unwrap_or(payload.len().saturating_sub(rt::FRAME_ID_LEN + 4));
         RxOutcome::NewData {
             status,
-            c_sdu: (rt::FRAME_ID_LEN, end),
+            c_sdu: (rt::FRAME_ID_LEN, rt::FRAME_ID_LEN + c_sdu_len),
         }
     }
 }
