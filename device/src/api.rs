@@ -357,6 +357,7 @@ async fn handle(req: Request<Incoming>, ctx: Arc<Ctx>) -> Resp {
         return r;
     };
     // TEST ONLY fault injection (`Dev:FaultPanicPath`, see fault.rs): a handler that fails.
+    #[cfg(feature = "test-hooks")]
     if ctx.rt.settings().faults.panic_path.as_deref() == Some(path.as_str()) {
         panic!("injected fault: handler of {path} panics");
     }

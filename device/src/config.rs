@@ -251,6 +251,22 @@ impl Settings {
             )?,
             unknown_keys,
         })
+        .and_then(Settings::test_hooks_available)
+    }
+
+    /// The `Dev:*` settings are test hooks: a build without them (every release build) refuses
+    /// to start with one set rather than ignore it.
+    fn test_hooks_available(self) -> Result<Settings, String> {
+        let wants = self.simulated_plane || self.sim_control_socket.is_some() || self.faults.any();
+        if wants && !cfg!(feature = "test-hooks") {
+            return Err(
+                "the Dev:* settings (simulated data plane, fault injection) are test \
+                        hooks this build does not have (a release build; the tests build with \
+                        --features pn-device/test-hooks)"
+                    .into(),
+            );
+        }
+        Ok(self)
     }
 }
 

@@ -16,12 +16,15 @@
 //! | `Dev:FaultStartTimes` | how many matching starts fail (default 1) |
 //! | `Dev:FaultPanicPath` | an API path whose handler panics (to show the 500 path) |
 
+#[cfg(feature = "test-hooks")]
 use std::sync::{Arc, Mutex};
 
+#[cfg(feature = "test-hooks")]
 use crate::dataplane::{
     DataPlane, EventSink, NicInfo, PlaneStatus, ProbeError, StackCommand, StackConfig, StartError,
-    StartFailure, StartMode,
 };
+use crate::dataplane::{StartFailure, StartMode};
+#[cfg(feature = "test-hooks")]
 use crate::image::ProcessImage;
 
 /// Which starts fail, and how.
@@ -99,12 +102,14 @@ impl Faults {
     }
 }
 
+#[cfg(feature = "test-hooks")]
 /// A data plane whose start fails at a configured point (see the module docs).
 pub struct FaultPlane {
     inner: Arc<dyn DataPlane>,
     start: Mutex<Option<StartFault>>,
 }
 
+#[cfg(feature = "test-hooks")]
 impl FaultPlane {
     pub fn new(inner: Arc<dyn DataPlane>, start: Option<StartFault>) -> FaultPlane {
         FaultPlane {
@@ -129,6 +134,7 @@ impl FaultPlane {
     }
 }
 
+#[cfg(feature = "test-hooks")]
 impl DataPlane for FaultPlane {
     fn kind(&self) -> &'static str {
         self.inner.kind()

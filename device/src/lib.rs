@@ -24,6 +24,7 @@ pub mod image;
 pub mod licence;
 pub mod persist;
 pub mod runtime;
+#[cfg(feature = "test-hooks")]
 pub mod sim;
 pub mod stack;
 pub mod util;

@@ -235,14 +235,18 @@ async fn run(args: Args, settings: Settings) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let plane: Arc<dyn DataPlane> = Arc::new(pn_device::stack::ProfinetPlane::new());
+    // Test hooks (Settings refuses Dev:* settings in a build without them).
+    #[cfg(feature = "test-hooks")]
     let plane: Arc<dyn DataPlane> = if settings.simulated_plane {
         warn!("TEST MODE: Dev:SimulatedDataPlane is set; the simulated data plane is used");
         Arc::new(pn_device::sim::SimPlane::new(
             settings.sim_control_socket.clone(),
         ))
     } else {
-        Arc::new(pn_device::stack::ProfinetPlane::new())
+        plane
     };
+    #[cfg(feature = "test-hooks")]
     let plane: Arc<dyn DataPlane> = if let Some(f) = settings.faults.start.clone() {
         warn!("TEST MODE: fault injection at start: {f:?}");
         Arc::new(pn_device::fault::FaultPlane::new(plane, Some(f)))
