@@ -285,6 +285,8 @@ pub(crate) struct ArInner {
     pub phase: AtomicU8,
     /// When data exchange began (ns of `rtsched::now`; 0 = not yet).
     pub data_since_ns: AtomicU64,
+    /// A Release was sent: the consumer's watchdog no longer judges the device's frames.
+    pub releasing: AtomicBool,
     /// Output area (PROFINET outputs), written by the API.
     pub outputs: Mutex<Vec<u8>>,
     /// Latest inputs, written by the receive thread.
@@ -1060,7 +1062,9 @@ impl ArInner {
     /// True when the consumer watchdog expired during data exchange (see
     /// [`Shared::check_watchdogs`] for who calls this and why).
     fn watchdog_expired(&self, now: Instant) -> bool {
-        if self.phase.load(Ordering::Acquire) != phase::DATA_EXCHANGE {
+        if self.phase.load(Ordering::Acquire) != phase::DATA_EXCHANGE
+            || self.releasing.load(Ordering::Acquire)
+        {
             return false;
         }
         let mut io = self.io.lock().unwrap_or_else(|p| p.into_inner());
@@ -1465,6 +1469,7 @@ impl Controller {
             inputs: Mutex::new(Inputs::default()),
             phase: AtomicU8::new(phase::CONNECTING),
             data_since_ns: AtomicU64::new(0),
+            releasing: AtomicBool::new(false),
             faults: Mutex::new(cfg.faults),
             // The output FrameID is the device's choice, known from the Connect response.
             frame_ids: AtomicU32::new(
@@ -1489,6 +1494,10 @@ impl Controller {
         match h.establish(cfg.app_ready_timeout) {
             Ok(()) => Ok(h),
             Err(e) => {
+                // When the device accepted the Connect, it holds the AR: tell it (ERR-RTA)
+                // instead of leaving it to hold the AR until its own timeout (p-net refused
+                // new Connects for about a minute after an abandoned start-up).
+                h.send_abort(wrta::abort_reason::AR_ABORT_REQ);
                 sh.set_state(&ar, ArState::Aborted(e.to_string()));
                 h.remove();
                 Err(e)
@@ -1927,6 +1936,9 @@ impl ArHandle {
 
     /// Orderly end: Release, then stop the provider.
     pub fn release(&self) -> Result<(), Error> {
+        // The device stops its provider when it takes the Release: the input frames end
+        // before its answer, so the consumer's watchdog must not judge them any more.
+        self.ar.releasing.store(true, Ordering::Release);
         let mut w = Writer::new();
         ControlBlock::release_req(self.ar.ids.ar_uuid, self.ar.ids.session_key)
             .emit(&mut w)
@@ -1945,17 +1957,23 @@ impl ArHandle {
         }
     }
 
-    /// Abort the AR: send ERR-RTA (AR abort request) on the low alarm channel and stop.
-    pub fn abort(&self) {
+    /// Send ERR-RTA with `reason` on the low alarm channel, if the AR got as far as having
+    /// one (the Connect was accepted).
+    fn send_abort(&self, reason: u8) {
         let now = rtsched::now();
         {
             let mut g = self.ar.alarm.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(st) = g.as_mut() {
-                st.low
-                    .abort(wrta::abort_reason::status(wrta::abort_reason::AR_ABORT_REQ));
+            match g.as_mut() {
+                Some(st) => st.low.abort(wrta::abort_reason::status(reason)),
+                None => return,
             }
         }
         self.shared.flush_alarm_tx(&self.ar, now);
+    }
+
+    /// Abort the AR: send ERR-RTA (AR abort request) on the low alarm channel and stop.
+    pub fn abort(&self) {
+        self.send_abort(wrta::abort_reason::AR_ABORT_REQ);
         self.shared.set_state(
             &self.ar,
             ArState::Aborted("aborted by the controller".into()),

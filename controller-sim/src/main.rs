@@ -38,7 +38,8 @@ struct Cli {
     /// Network interface to use.
     #[arg(short, long, global = true, default_value = "eth0")]
     interface: String,
-    /// Machine-readable JSON output (one object per result / per line in live views).
+    /// Machine-readable JSON output: one JSON document per result (discover: one array of the
+    /// devices), connect-and-run one object per refresh and a last one with "end" when it ends.
     #[arg(long, global = true)]
     json: bool,
     #[command(subcommand)]
@@ -544,11 +545,22 @@ fn run(cli: Cli) -> Result<(), Error> {
                     return Err(Error::Aborted(st.state.to_string()));
                 }
             }
+            let last = h.status();
             if !no_release {
                 h.release()?;
-                if !cli.json {
-                    println!("AR released");
-                }
+            }
+            let end = if *no_release {
+                "stopped without a release"
+            } else {
+                "released"
+            };
+            if cli.json {
+                println!(
+                    "{}",
+                    json!({"t": t0.elapsed().as_secs_f64(), "end": end, "status": last, "ticks": ctl.tick_stats()})
+                );
+            } else {
+                println!("AR {end}");
             }
         }
     }
@@ -561,6 +573,7 @@ fn main() {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let json = cli.json;

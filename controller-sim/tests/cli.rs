@@ -169,7 +169,16 @@ fn connect_and_run_and_records_against_pn_device() {
     );
     let lines = json_lines(&o);
     assert!(lines.len() >= 4, "{lines:?}");
-    let last = lines.last().unwrap();
+    let end = lines.last().unwrap();
+    assert_eq!(
+        end["end"], "released",
+        "the last line says how it ended: {end}"
+    );
+    let last = lines
+        .iter()
+        .rev()
+        .find(|l| l.get("outputsHex").is_some())
+        .unwrap();
     assert_eq!(last["status"]["state"], "DataExchange", "{last}");
     assert_eq!(last["outputsHex"], "c0ffee01");
     assert_eq!(last["inputs"]["iopsHex"].as_str().map(|s| s.len()), Some(8));

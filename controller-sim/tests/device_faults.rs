@@ -332,8 +332,9 @@ fn dropped_application_ready_response_ends_the_ar() {
     c.timing.reduction_ratio = 1;
     c.timing.data_hold_factor = DHF;
     c.timing.watchdog_factor = DHF;
-    // CMInitiatorActivityTimeoutFactor 30 = 3 s for the device to give up.
-    c.timing.activity_timeout_factor = 30;
+    // CMInitiatorActivityTimeoutFactor 600 = 60 s: the device would hold the AR that long by
+    // itself (p-net refused new Connects for about a minute after an abandoned start-up).
+    c.timing.activity_timeout_factor = 600;
     c.faults = Faults {
         app_ready: AppReadyFault::Drop,
         ..Faults::default()
@@ -344,10 +345,18 @@ fn dropped_application_ready_response_ends_the_ar() {
         .err()
         .expect("no ApplicationReady confirmation -> no AR");
     assert!(matches!(e, Error::Timeout(_)), "{e}");
-    rig.wait("device gives up the AR", Duration::from_secs(8), || {
-        rig.status()["connected"] == false && rig.log().contains("AR ended")
+    // The controller gave up and said so (ERR-RTA "abort requested"): the device ends the AR
+    // at once instead of holding it for its 60 s activity timeout.
+    rig.wait("device ends the AR", Duration::from_secs(5), || {
+        rig.log()
+            .contains("the controller ended the AR with ERR-RTA CF 81 FD 0D")
     });
     assert_ne!(rig.status()["state"], "DataExchange");
+    // and takes a new Connect.
+    let h = rig
+        .connect(&ctl, 1, DHF, Faults::default())
+        .unwrap_or_else(|e| panic!("a new Connect: {e}\n{}", rig.log()));
+    assert_eq!(h.state(), ArState::DataExchange);
 }
 
 #[test]
