@@ -1,16 +1,17 @@
 //! Every scenario file under `scenarios/` is its own named test, run against a fresh lab
 //! (namespaces, veth, the real pn-device binary). Tests run in parallel: each lab has its own
-//! namespaces, so the fixed API port never clashes.
+//! namespaces, so the fixed API port never clashes. The capture of every run then goes through
+//! tshark (no malformed frame, no expert warning).
 
-use pn_lab::scenario::{run::run, Scenario};
+use pn_lab::scenario::{run::run_and_check_capture, Scenario};
 use rstest::rstest;
 use std::path::PathBuf;
 
 #[rstest]
 fn scenario(#[files("../scenarios/**/*.toml")] path: PathBuf) {
     let sc = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    if !pn_testkit::env::require_root() {
+    if !pn_testkit::env::require_root() || !pn_testkit::env::require_tshark() {
         return;
     }
-    run(&sc).unwrap_or_else(|e| panic!("{e}"));
+    run_and_check_capture(&sc).unwrap_or_else(|e| panic!("{e}"));
 }

@@ -53,9 +53,21 @@ pub fn run(sc: &Scenario) -> Result<(), String> {
     run_with_golden(sc, &golden_dir())
 }
 
+/// [`run`], then the capture of the whole run (controller side: DCP, RT, alarms, PNIO-CM)
+/// through tshark, Wireshark's dissectors as an independent decoder: no frame may be
+/// malformed or carry an expert item of severity Warning or above. Checksums are not judged:
+/// the veth pair leaves them to an offload that never happens.
+pub fn run_and_check_capture(sc: &Scenario) -> Result<(), String> {
+    run_inner(sc, &golden_dir(), true)
+}
+
 /// [`run`] with golden snapshots taken from `golden_root/<scenario>/` (tests of the harness
 /// itself point it at a scratch copy).
 pub fn run_with_golden(sc: &Scenario, golden_root: &Path) -> Result<(), String> {
+    run_inner(sc, golden_root, false)
+}
+
+fn run_inner(sc: &Scenario, golden_root: &Path, check_capture: bool) -> Result<(), String> {
     let opts = LabOptions {
         api_key: sc.device.api_key.clone(),
         licence: licence(&sc.device.licence),
@@ -79,7 +91,23 @@ pub fn run_with_golden(sc: &Scenario, golden_root: &Path) -> Result<(), String> 
         lab,
         vars,
     };
-    let result = r.all_steps();
+    let mut result = r.all_steps();
+    if result.is_ok() && check_capture {
+        result = r
+            .lab
+            .finish_capture()
+            .ok_or_else(|| "no capture".to_string())
+            .and_then(|p| capture_problems(&p))
+            .and_then(|problems| match problems.as_slice() {
+                [] => Ok(()),
+                _ => Err(format!(
+                    "{}: tshark found {} problem(s) in the capture:\n{}",
+                    sc.path.display(),
+                    problems.len(),
+                    problems.join("\n")
+                )),
+            });
+    }
     if let Err(e) = &result {
         let kept = r.lab.keep_artifacts(&sc.name);
         return Err(format!(
@@ -432,4 +460,29 @@ pub fn snapshot(sc: &Scenario, golden_root: &Path, name: &str, value: &Json) -> 
             .unwrap_or_else(|| "snapshot assertion failed".into());
         format!("golden snapshot `{}` differs or is missing: {msg}", sc.name)
     })
+}
+
+/// Malformed frames and expert items (Warning and above) tshark reports for `pcap`, one line
+/// each with the frame number and protocols.
+fn capture_problems(pcap: &Path) -> Result<Vec<String>, String> {
+    let packets = pn_testkit::tshark::dissect_file(
+        pcap,
+        &[
+            "-o",
+            "ip.check_checksum:FALSE",
+            "-o",
+            "udp.check_checksum:FALSE",
+        ],
+    )?;
+    let mut out = Vec::new();
+    for (i, p) in packets.iter().enumerate() {
+        let what = format!("frame {} ({})", i + 1, p.protocols());
+        if p.malformed() {
+            out.push(format!("{what}: malformed"));
+        }
+        for e in p.expert_problems() {
+            out.push(format!("{what}: {e}"));
+        }
+    }
+    Ok(out)
 }
