@@ -1,4 +1,4 @@
-//! Small shared helpers: timestamps and hex formatting.
+//! Small shared helpers: timestamps and hex formatting (over the `humantime` and `hex` crates).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -36,34 +36,10 @@ pub fn now_rfc3339() -> String {
     rfc3339(SystemTime::now())
 }
 
-/// Format a `SystemTime` as RFC 3339 UTC with milliseconds.
+/// Format a `SystemTime` as RFC 3339 UTC with milliseconds (humantime, a well-kept crate, in
+/// place of the calendar arithmetic this file used to carry).
 pub fn rfc3339(t: SystemTime) -> String {
-    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs() as i64;
-    let ms = d.subsec_millis();
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    let (y, m, dd) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{dd:02}T{:02}:{:02}:{:02}.{ms:03}Z",
-        sod / 3600,
-        (sod % 3600) / 60,
-        sod % 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day) (H. Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
+    humantime::format_rfc3339_millis(t).to_string()
 }
 
 /// Seconds since the Unix epoch.

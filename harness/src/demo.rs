@@ -190,7 +190,7 @@ pub fn run(limit: Option<Duration>) -> Result<(), String> {
         let secs = t0.elapsed().as_secs() as u32;
         let _ = post(
             "/api/io",
-            serde_json::json!({ "offset": 0, "data": hex_of(&secs.to_be_bytes()) }),
+            serde_json::json!({ "offset": 0, "data": hex::encode(secs.to_be_bytes()) }),
         );
         if let (Some(st), Some(io), Some(dg)) =
             (get("/api/status"), get("/api/io"), get("/api/diag"))
@@ -215,8 +215,4 @@ pub fn run(limit: Option<Duration>) -> Result<(), String> {
     drop(cleanup);
     println!("pn-lab demo: stopped and cleaned up");
     Ok(())
-}
-
-fn hex_of(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }

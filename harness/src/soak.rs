@@ -186,10 +186,6 @@ impl Default for RigOptions {
     }
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
 impl Rig {
     /// Start the lab (device started automatically) and the controller; not yet connected.
     pub fn start(opts: RigOptions) -> Result<Rig, String> {
@@ -420,7 +416,7 @@ impl Rig {
         let (st, v) = self.api(
             "POST",
             "/api/io",
-            Some(json!({"offset": 0, "data": hex(&seq.to_be_bytes())})),
+            Some(json!({"offset": 0, "data": hex::encode(seq.to_be_bytes())})),
         )?;
         if st != 200 || v["queued"] != true {
             return Err(format!("POST /api/io {seq}: HTTP {st}: {v}"));
@@ -443,7 +439,7 @@ impl Rig {
             if Instant::now() >= deadline {
                 return Err(format!(
                     "controller inputs {} after {within:?}, expected {seq:08x} (AR {:?})",
-                    hex(&i.data),
+                    hex::encode(&i.data),
                     ar.state()
                 ));
             }

@@ -211,10 +211,7 @@ fn parse_mac(s: &str) -> Option<[u8; 6]> {
 }
 
 fn mac_str(m: &[u8; 6]) -> String {
-    m.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
+    pn_protocol::wire::ethernet::MacAddr(*m).to_string()
 }
 
 fn status_err(code: u8, code1: u8, code2: u8) -> PnioStatus {

@@ -124,25 +124,9 @@ fn device_trip_times(log: &str) -> Vec<u64> {
 
 /// `YYYY-MM-DDTHH:MM:SS[.frac]Z` (UTC) to Unix ns.
 fn parse_rfc3339_ns(s: &str) -> Option<u64> {
-    let s = s.strip_suffix('Z')?;
-    let (date, time) = s.split_once('T')?;
-    let mut d = date.split('-').map(|x| x.parse::<i64>().ok());
-    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
-    let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
-    let mut t = hms.split(':').map(|x| x.parse::<i64>().ok());
-    let (hh, mm, ss) = (t.next()??, t.next()??, t.next()??);
-    // Days from civil (Howard Hinnant's algorithm).
-    let y2 = if m <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + hh * 3600 + mm * 60 + ss;
-    let digits: String = frac.chars().take(9).collect();
-    let ns_frac: i64 = format!("{digits:0<9}").parse().ok()?;
-    u64::try_from(secs * 1_000_000_000 + ns_frac).ok()
+    let t = humantime::parse_rfc3339(s).ok()?;
+    let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+    u64::try_from(d.as_nanos()).ok()
 }
 
 /// Whether the (sorted) bare stream `bare` has a gap of at least `min_gap_ns` that ends
