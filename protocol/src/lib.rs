@@ -16,6 +16,8 @@
 
 #![forbid(unsafe_code)]
 
+/// The fuzz entry points: only for the fuzzers and the corpus replay test (cargo feature `fuzz`).
+#[cfg(feature = "fuzz")]
 pub mod fuzz;
 pub mod machine;
 pub mod time;
