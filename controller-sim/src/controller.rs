@@ -327,11 +327,24 @@ pub(crate) struct Shared {
     pub ars_gen: AtomicU64,
     pub events: Mutex<Vec<Sender<Event>>>,
     pub next_id: AtomicU32,
+    /// Each device's slot in the FrameID range, by NameOfStation: a device keeps its input
+    /// FrameID across reconnects, as a PLC's configuration gives every device one.
+    pub frame_slots: Mutex<HashMap<String, u32>>,
     pub xid: AtomicU32,
     pub rt_applied: Mutex<RealtimeApplied>,
     pub tick_stats: TickCounters,
     /// Origin of the cyclic thread's tick grid (ns on CLOCK_MONOTONIC); providers start on it.
     pub grid_origin: AtomicU64,
+}
+
+impl Shared {
+    /// The device's slot in the FrameID range (see `frame_slots`): the next free one the first
+    /// time a station connects.
+    fn frame_slot(&self, station: &str) -> u32 {
+        let mut m = self.frame_slots.lock().unwrap_or_else(|p| p.into_inner());
+        let next = m.len() as u32 + 1;
+        *m.entry(station.to_string()).or_insert(next)
+    }
 }
 
 /// [`TickStats`] as atomics, written by the cyclic thread without a lock.
@@ -1227,6 +1240,7 @@ impl Controller {
             ars_gen: AtomicU64::new(0),
             events: Mutex::new(Vec::new()),
             next_id: AtomicU32::new(1),
+            frame_slots: Mutex::new(HashMap::new()),
             xid: AtomicU32::new(seed),
             rt_applied: Mutex::new(RealtimeApplied::default()),
             tick_stats: TickCounters::default(),
@@ -1437,7 +1451,10 @@ impl Controller {
             initiator_mac: sh.info.mac.0,
             initiator_object: Uuid::pnio_object(1, 0x0001, 0x00FF),
             station_name: sh.cfg.station_name.clone(),
-            input_frame_id: cfg.timing.startup.input_frame_id(id),
+            input_frame_id: cfg
+                .timing
+                .startup
+                .input_frame_id(sh.frame_slot(&model.station_name)),
             alarm_ref: id as u16,
         };
         let mut timing = cfg.timing;

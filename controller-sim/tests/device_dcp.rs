@@ -66,7 +66,8 @@ fn dcp_identify_set_signal_against_pn_device() {
         .unwrap();
     assert_eq!(again.ip, Some("192.168.78.7".parse().unwrap()));
     // Reset to factory (communication parameters): the controller-assigned name and IP are
-    // gone, the device is back to its configured identity.
+    // gone: the NameOfStation is empty (the standard's reset, docs/decisions.md §21), the IP
+    // the configured one.
     ctl.dcp_reset_to_factory(
         d.mac,
         pn_protocol::wire::dcp::qualifier::RESET_COMMUNICATION_PARAMETER,
@@ -80,10 +81,17 @@ fn dcp_identify_set_signal_against_pn_device() {
             s["masterStationName"] == "" && s["masterAssignedIp"] == ""
         },
     );
-    let back = ctl
-        .dcp_identify_name(STATION, Duration::from_secs(1))
+    assert!(ctl
+        .dcp_identify_name(STATION, Duration::from_millis(500))
         .unwrap()
-        .expect("configured name again");
+        .is_none());
+    let back = ctl
+        .dcp_identify_all(5, Duration::from_millis(300))
+        .unwrap()
+        .into_iter()
+        .find(|x| x.mac == d.mac)
+        .expect("the device answers Identify All");
+    assert_eq!(back.name_of_station, "", "{back:?}");
     assert_eq!(back.ip, Some(DEV_IP));
     // An invalid name is refused on our side before anything is sent.
     assert!(ctl.dcp_set_name(d.mac, "Bad_Name", false).is_err());

@@ -562,12 +562,12 @@ fn spec_2_6_alarms_ack_and_history() {
     // a condition that goes away clears its alarm (state Cleared, leaves the active list)
     d.post(
         "/api/diag",
-        json!({"slot":2,"subslot":1,"errorType":1,"severity":1}),
+        json!({"slot":0,"subslot":1,"errorType":1,"severity":1}),
     );
     assert_eq!(d.status()["alarmCount"], 1);
     d.post(
         "/api/diag",
-        json!({"action":"remove","slot":2,"subslot":1,"errorType":1}),
+        json!({"action":"remove","slot":0,"subslot":1,"errorType":1}),
     );
     let h = d.get("/api/alarms/history");
     assert_eq!(h[0]["state"], "Cleared");

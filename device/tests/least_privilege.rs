@@ -181,8 +181,9 @@ fn unprivileged_daemon_with_exact_capabilities_reaches_data_exchange() {
     let last = out
         .lines()
         .rev()
-        .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .expect("controller JSON line");
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v.get("inputs").is_some())
+        .expect("controller JSON line with the inputs");
     assert_eq!(last["inputs"]["dataHex"], "5aa51234", "{last}");
     assert_eq!(last["status"]["watchdogExpiries"], 0, "{last}");
     lab.wait("release seen", Duration::from_secs(5), |l| {

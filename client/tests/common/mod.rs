@@ -3,7 +3,7 @@
 //! tool, and helpers to run client code and `pnctl` inside the namespace.
 //!
 //! Finding the daemon: `CARGO_BIN_EXE_*` only exists for binaries of the package under test, so
-//! `pn_testkit::daemon::device_bin` runs `cargo build -p pn-device --bins` on first use (the same
+//! `pn_testkit::daemon::device_bin` runs `cargo build -p pn-device --bins --features test-hooks` on first use (the same
 //! cargo that runs the tests, same profile) and takes `pn-device` and `pn-licence` from the
 //! target directory next to this test executable (`target/debug/`). That keeps the daemon in
 //! step with the source without a dev-dependency on pn-device (which would build only its

@@ -465,6 +465,11 @@ pub fn snapshot(sc: &Scenario, golden_root: &Path, name: &str, value: &Json) -> 
 /// Malformed frames and expert items (Warning and above) tshark reports for `pcap`, one line
 /// each with the frame number and protocols.
 fn capture_problems(pcap: &Path) -> Result<Vec<String>, String> {
+    // A run without a frame on the wire (HTTP-only scenarios) may end before tcpdump has
+    // written its file: nothing to judge.
+    if std::fs::metadata(pcap).map_or(true, |m| m.len() == 0) {
+        return Ok(Vec::new());
+    }
     let packets = pn_testkit::tshark::dissect_file(
         pcap,
         &[

@@ -58,8 +58,8 @@ pub fn bin_dir() -> PathBuf {
 }
 
 /// The `pn-device` binary: `$PN_DEVICE_BIN`, else `bin_dir()/pn-device` after
-/// `cargo build -p pn-device --bins` (once per test process, same profile, a no-op when it is
-/// fresh), so the daemon under test is always built from the current source. Tests of the
+/// `cargo build -p pn-device --bins --features test-hooks` (once per test process, same
+/// profile, a no-op when it is fresh), so the daemon under test is always built from the current source. Tests of the
 /// `pn-device` package itself use `env!("CARGO_BIN_EXE_pn-device")` instead.
 pub fn device_bin() -> PathBuf {
     if let Some(p) = std::env::var_os("PN_DEVICE_BIN") {
@@ -70,7 +70,16 @@ pub fn device_bin() -> PathBuf {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut cmd = Command::new(&cargo);
         cmd.current_dir(workspace_root())
-            .args(["build", "-p", "pn-device", "--bins"])
+            // With the test hooks (simulated data plane, fault injection), as ci/test.sh
+            // builds it: without them this build would replace the binary the other tests use.
+            .args([
+                "build",
+                "-p",
+                "pn-device",
+                "--bins",
+                "--features",
+                "test-hooks",
+            ])
             .stdin(Stdio::null());
         if bin_dir().file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
@@ -82,7 +91,7 @@ pub fn device_bin() -> PathBuf {
             Ok(())
         } else {
             Err(format!(
-                "cargo build -p pn-device --bins failed:\n{}",
+                "cargo build -p pn-device --bins --features test-hooks failed:\n{}",
                 String::from_utf8_lossy(&out.stderr)
             ))
         }
