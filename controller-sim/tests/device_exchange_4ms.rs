@@ -13,28 +13,14 @@ mod common;
 
 #[test]
 fn exchange_4ms_dhf3_60s() {
-    let mut failures = Vec::new();
-    for attempt in 1..=3 {
-        let tag = format!("pnx4{attempt}");
-        match std::panic::catch_unwind(|| {
-            common::device::exchange(&tag, 4, 128, 1, 3, common::device::soak_secs())
-        }) {
-            Ok(()) => {
-                if !failures.is_empty() {
-                    eprintln!("passed on attempt {attempt} after: {failures:#?}");
-                }
-                return;
-            }
-            Err(p) => {
-                let msg = p
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                eprintln!("attempt {attempt} failed: {msg}");
-                failures.push(msg);
-            }
-        }
-    }
-    panic!("all three attempts failed: {failures:#?}");
+    pn_testkit::attempts::up_to(3, |attempt| {
+        common::device::exchange(
+            &format!("pnx4{attempt}"),
+            4,
+            128,
+            1,
+            3,
+            common::device::soak_secs(),
+        )
+    });
 }

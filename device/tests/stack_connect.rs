@@ -271,36 +271,19 @@ fn exchange(tag: &str, send_clock_ms: u16, timing: Timing, soak: Duration, full:
 /// Each failed attempt is printed with its evidence; three failures fail the test.
 #[test]
 fn stack_exchange_4ms_dhf3_60s() {
-    let mut failures = Vec::new();
-    for attempt in 1..=3 {
-        let tag = format!("x4{attempt}");
-        let r = std::panic::catch_unwind(|| {
-            exchange(
-                &tag,
-                4,
-                Timing {
-                    send_clock_factor: 128,
-                    reduction_ratio: 1,
-                    data_hold_factor: 3,
-                },
-                Duration::from_secs(60),
-                true,
-            )
-        });
-        match r {
-            Ok(()) => return,
-            Err(p) => {
-                let msg = p
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                eprintln!("attempt {attempt} failed: {msg}");
-                failures.push(msg);
-            }
-        }
-    }
-    panic!("all three attempts failed: {failures:#?}");
+    pn_testkit::attempts::up_to(3, |attempt| {
+        exchange(
+            &format!("x4{attempt}"),
+            4,
+            Timing {
+                send_clock_factor: 128,
+                reduction_ratio: 1,
+                data_hold_factor: 3,
+            },
+            Duration::from_secs(60),
+            true,
+        )
+    });
 }
 
 #[test]

@@ -602,27 +602,7 @@ fn run_case(case: Case) {
 /// at the device (1 run in 7 here: CF 81 FD 05 after a 61 ms pause). Every failed attempt is
 /// printed with its evidence; three failures fail the test.
 fn run_with_attempts(case: impl Fn() -> Case + std::panic::RefUnwindSafe) {
-    let mut failures = Vec::new();
-    for attempt in 1..=3 {
-        match std::panic::catch_unwind(|| run_case(case())) {
-            Ok(()) => {
-                if !failures.is_empty() {
-                    eprintln!("passed on attempt {attempt} after: {failures:#?}");
-                }
-                return;
-            }
-            Err(p) => {
-                let msg = p
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                eprintln!("attempt {attempt} failed: {msg}");
-                failures.push(msg);
-            }
-        }
-    }
-    panic!("all three attempts failed: {failures:#?}");
+    pn_testkit::attempts::up_to(3, |_| run_case(case()));
 }
 
 #[test]

@@ -12,6 +12,7 @@
 //!   XML, development licence, launch with a log, API readiness, stop);
 //! * [`poll`]: await a condition with a deadline.
 
+pub mod attempts;
 pub mod cpu;
 pub mod daemon;
 pub mod env;
