@@ -23,6 +23,7 @@ pub mod gsdml;
 pub mod image;
 pub mod licence;
 pub mod persist;
+pub mod run_state;
 pub mod runtime;
 #[cfg(feature = "test-hooks")]
 pub mod sim;

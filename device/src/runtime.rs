@@ -32,49 +32,8 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// `IoSnapshot.formatVersion` (spec 9.3).
 pub const FORMAT_VERSION: u32 = 2;
 
-/// Runtime states (spec section 3). Wire form: the variant name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunState {
-    Unknown,
-    Stopped,
-    Initialized,
-    ConfigError,
-    DataExchange,
-    Aborted,
-}
-
-impl RunState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunState::Unknown => "Unknown",
-            RunState::Stopped => "Stopped",
-            RunState::Initialized => "Initialized",
-            RunState::ConfigError => "ConfigError",
-            RunState::DataExchange => "DataExchange",
-            RunState::Aborted => "Aborted",
-        }
-    }
-
-    /// Internal numeric value (`ConfigError` = 3 per spec; the wire form is the string).
-    pub fn code(self) -> i32 {
-        match self {
-            RunState::Unknown => 0,
-            RunState::Stopped => 1,
-            RunState::Initialized => 2,
-            RunState::ConfigError => 3,
-            RunState::DataExchange => 4,
-            RunState::Aborted => 5,
-        }
-    }
-
-    /// The slave has been started (data plane running).
-    pub fn running(self) -> bool {
-        matches!(
-            self,
-            RunState::Initialized | RunState::DataExchange | RunState::Aborted
-        )
-    }
-}
+pub use crate::run_state::RunState;
+use crate::run_state::{transition, Trigger};
 
 /// `IoWriteResponse.reasonCode` values (spec 7.3).
 pub mod reason {
@@ -93,6 +52,20 @@ pub mod wait_reason {
     pub const LINK_DOWN: &str = "LinkDown";
     pub const WAITING_FOR_CONTROLLER: &str = "WaitingForController";
     pub const CONNECTION_LOST: &str = "ConnectionLost";
+}
+
+/// Take the state table's answer for `t` (module `run_state`): the new state and the
+/// `connected` / `errorCode` values it comes with. Returns the new state.
+fn apply(sh: &mut Shared, t: Trigger) -> RunState {
+    let x = transition(sh.state, t);
+    sh.state = x.to;
+    if let Some(c) = x.connected {
+        sh.connected = c;
+    }
+    if let Some(e) = x.error_code {
+        sh.error_code = e;
+    }
+    x.to
 }
 
 /// Key of a diagnosis entry: (slot, subslot, channel, errorType).
@@ -402,9 +375,12 @@ impl Runtime {
             img.invalidate_input();
             img.set_device_status(IOXS_BAD, IOXS_BAD);
             let mut sh = self.lock();
-            sh.state = RunState::Stopped;
-            sh.connected = false;
-            sh.error_code = error_code::ERR_INIT;
+            apply(
+                &mut sh,
+                Trigger::LicenceRecheckFailed {
+                    code: error_code::ERR_INIT,
+                },
+            );
             sh.status_message = format!("slave stopped by the licence recheck: {e}");
             sh.licence_failed = true;
             sh.alarms
@@ -548,10 +524,11 @@ impl Runtime {
                 }
             }
             StackEvent::Connected { controller } => {
-                if matches!(sh.state, RunState::Initialized | RunState::Aborted) {
+                if transition(sh.state, Trigger::ExchangeEstablished).to == RunState::DataExchange
+                    && sh.state != RunState::DataExchange
+                {
                     info!("cyclic data exchange established with {controller}");
-                    sh.state = RunState::DataExchange;
-                    sh.connected = true;
+                    apply(&mut sh, Trigger::ExchangeEstablished);
                     sh.ever_connected = true;
                     sh.status_message = format!("cyclic data exchange with {controller}");
                     sh.controller = controller;
@@ -580,8 +557,7 @@ impl Runtime {
                     } else {
                         info!("cyclic data exchange ended by the controller: {reason}");
                     }
-                    sh.state = RunState::Aborted;
-                    sh.connected = false;
+                    apply(&mut sh, Trigger::ExchangeLost);
                     sh.status_message = format!("cyclic data exchange {what}: {reason}");
                     let message = if cause == AbortCause::Fault {
                         format!("connection aborted: {reason}")
@@ -677,10 +653,7 @@ impl Runtime {
             }
             StackEvent::Fault { code, message } => {
                 error!("data plane fault {code}: {message}");
-                if sh.state == RunState::DataExchange {
-                    sh.state = RunState::Aborted;
-                    sh.connected = false;
-                }
+                apply(&mut sh, Trigger::ExchangeLost);
                 sh.alarms
                     .raise("fault", AlarmSeverity::Critical, "stack", &message);
             }
@@ -795,8 +768,12 @@ impl Runtime {
         }
         if let Some(e) = config_error {
             let mut sh = self.lock();
-            sh.state = RunState::ConfigError;
-            sh.error_code = error_code::ERR_CFG;
+            apply(
+                &mut sh,
+                Trigger::StartNicOrConfigFailed {
+                    code: error_code::ERR_CFG,
+                },
+            );
             sh.status_message = format!("NIC '{nic}': configuration invalid: {e}");
             return Self::start_stop_body(false, sh.status_message.clone(), error_code::ERR_CFG);
         }
@@ -821,9 +798,10 @@ impl Runtime {
         if let Err(e) = probe {
             error!("start refused: data plane probe failed: {e}");
             let mut sh = self.lock();
-            sh.state = RunState::ConfigError;
-            sh.connected = false;
-            sh.error_code = e.os_error;
+            apply(
+                &mut sh,
+                Trigger::StartNicOrConfigFailed { code: e.os_error },
+            );
             sh.status_message = format!("NIC '{}': {} (os error {})", e.nic, e.reason, e.os_error);
             let msg = sh.status_message.clone();
             sh.alarms
@@ -834,8 +812,12 @@ impl Runtime {
         if let Err(e) = self.check_licence(&nic) {
             error!("start refused: {e}");
             let mut sh = self.lock();
-            sh.state = RunState::Stopped;
-            sh.error_code = error_code::ERR_INIT;
+            apply(
+                &mut sh,
+                Trigger::StartLicenceRefused {
+                    code: error_code::ERR_INIT,
+                },
+            );
             sh.status_message = format!("start refused: {e}");
             sh.licence_failed = true;
             sh.alarms
@@ -895,9 +877,7 @@ impl Runtime {
             Ok(()) => {
                 let diags: Vec<DiagnosisEntry> = {
                     let mut sh = self.lock();
-                    sh.state = RunState::Initialized;
-                    sh.connected = false;
-                    sh.error_code = 0;
+                    apply(&mut sh, Trigger::Started);
                     sh.status_message = format!(
                         "slave started on NIC '{nic}' ({}); waiting for a controller",
                         if mode == StartMode::Reuse {
@@ -927,16 +907,14 @@ impl Runtime {
                 if teardown {
                     sh.instance = None;
                 }
-                let (state, code) = match e.failure {
-                    StartFailure::DataPlaneOpen => (RunState::ConfigError, e.code),
-                    StartFailure::ControlPlane | StartFailure::ReuseStack => {
-                        (RunState::Stopped, e.code)
-                    }
-                    StartFailure::ReuseLoop => (RunState::Stopped, 0),
-                    StartFailure::StartPhase => (prev_state, sh.error_code),
-                };
-                sh.state = state;
-                sh.error_code = code;
+                debug_assert_eq!(prev_state, sh.state, "the start holds the control lock");
+                let state = apply(
+                    &mut sh,
+                    Trigger::StartFailed {
+                        failure: e.failure,
+                        code: e.code,
+                    },
+                );
                 sh.status_message = if state == RunState::ConfigError {
                     format!("NIC '{nic}': {}", e.message)
                 } else {
@@ -959,9 +937,7 @@ impl Runtime {
         img.invalidate_input();
         img.set_device_status(IOXS_BAD, IOXS_BAD);
         let mut sh = self.lock();
-        sh.state = RunState::Stopped;
-        sh.connected = false;
-        sh.error_code = 0;
+        apply(&mut sh, Trigger::Stop);
         sh.status_message.clear();
         // Link alarms only matter while the slave runs.
         sh.alarms.clear_prefix("link:");
@@ -987,8 +963,7 @@ impl Runtime {
         })
         .await;
         let mut sh = self.lock();
-        sh.state = RunState::Stopped;
-        sh.connected = false;
+        apply(&mut sh, Trigger::Shutdown);
         sh.instance = None;
     }
 
