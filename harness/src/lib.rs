@@ -9,4 +9,5 @@ pub mod impair;
 pub mod lab;
 pub mod peer;
 pub mod scenario;
+pub mod sim;
 pub mod soak;

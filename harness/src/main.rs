@@ -38,6 +38,9 @@ enum Cmd {
     Bench(pn_lab::bench::BenchCmd),
     /// Device and controller with random faults; counters at the end (root).
     Soak(pn_lab::soak::SoakArgs),
+    /// Both peers' real-time machines in simulated time over a seeded lossy link, with
+    /// invariant checks; a failing seed replays exactly (no root needed).
+    Sim(pn_lab::sim::SimArgs),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
     match cli.cmd {
         Cmd::Bench(b) => pn_lab::bench::main(&b),
         Cmd::Soak(s) => pn_lab::soak::main(&s),
+        Cmd::Sim(s) => pn_lab::sim::main(&s),
         Cmd::Demo { seconds } => {
             match pn_lab::demo::run(seconds.map(std::time::Duration::from_secs)) {
                 Ok(()) => ExitCode::SUCCESS,

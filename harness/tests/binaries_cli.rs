@@ -27,6 +27,7 @@ const COMMANDS: &[&[&str]] = &[
     &["pn-lab", "bench", "scale"],
     &["pn-lab", "soak"],
     &["pn-lab", "run"],
+    &["pn-lab", "sim"],
     &["pn-controller"],
     &["pn-controller", "connect-and-run"],
     &["pnctl"],

@@ -20,5 +20,6 @@
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
 pub mod machine;
+pub mod sim;
 pub mod time;
 pub mod wire;

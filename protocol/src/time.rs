@@ -63,6 +63,13 @@ impl Add<Duration> for Instant {
     }
 }
 
+impl Add<Duration> for Duration {
+    type Output = Duration;
+    fn add(self, d: Duration) -> Duration {
+        Duration(self.0.saturating_add(d.0))
+    }
+}
+
 impl AddAssign<Duration> for Instant {
     fn add_assign(&mut self, d: Duration) {
         self.0 = self.0.saturating_add(d.0);
