@@ -12,7 +12,7 @@ use pn_protocol::wire::pnio::alarm_cr::{self, AlarmCrBlockReq, AlarmCrProperties
 use pn_protocol::wire::pnio::ar::{self, ArBlockReq, ArProperties};
 use pn_protocol::wire::pnio::cm::{ConnectRequest, ConnectResponse};
 use pn_protocol::wire::pnio::expected::{
-    self, DataDescription, ExpectedModule, ExpectedSubmodule, ExpectedSubmoduleBlockReq,
+    DataDescription, ExpectedModule, ExpectedSubmodule, ExpectedSubmoduleBlockReq,
     SubmoduleProperties,
 };
 use pn_protocol::wire::pnio::iocr::{
@@ -261,17 +261,7 @@ pub fn connect_request(
         tag_header_high: TagHeader::new(0, 6),
         tag_header_low: TagHeader::new(0, 5),
     });
-    // The block order of Siemens and Phoenix controllers (every real Connect request in the
-    // fixtures): AR, IOCR*, ExpectedSubmodule*, AlarmCR.
-    req.wire_order = [
-        ar::BLOCK_TYPE_REQ,
-        iocr::BLOCK_TYPE_REQ,
-        iocr::BLOCK_TYPE_REQ,
-    ]
-    .into_iter()
-    .chain(req.expected.iter().map(|_| expected::BLOCK_TYPE))
-    .chain([alarm_cr::BLOCK_TYPE_REQ])
-    .collect();
+    // Emitted in the block order of real controllers (the protocol crate's default).
     if let Err(st) = check_connect(&req, &ConnectLimits::default()) {
         return Err(format!(
             "this Connect request would be refused by a standard device ({st}); check the \

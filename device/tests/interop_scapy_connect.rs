@@ -102,15 +102,12 @@ struct Scapy {
 
 impl Rig {
     fn start() -> Rig {
-        let ctl_ns = NetNs::new("scc").expect("namespace");
-        let dev_ns = NetNs::new("scd").expect("namespace");
-        let veth = Veth::new("sc", &ctl_ns, &dev_ns).expect("veth");
-        ctl_ns
-            .exec_ok(&["ip", "addr", "add", &format!("{CTL_IP}/24"), "dev", &veth.a])
-            .unwrap();
-        dev_ns
-            .exec_ok(&["ip", "addr", "add", &format!("{DEV_IP}/24"), "dev", &veth.b])
-            .unwrap();
+        let (ctl_ns, dev_ns, veth) = Veth::controller_device(
+            "sc",
+            Some(&format!("{CTL_IP}/24")),
+            Some(&format!("{DEV_IP}/24")),
+        )
+        .expect("namespaces and veth pair");
         // Checksums computed in software: with TX offload a veth frame carries only the
         // pseudo-header sum, and tshark (udp.check_checksum) would call every answer bad.
         ctl_ns

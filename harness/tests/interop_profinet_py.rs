@@ -135,12 +135,9 @@ struct Rig {
 
 impl Rig {
     fn start(tag: &str) -> Rig {
-        let ctl_ns = NetNs::new(&format!("{tag}c")).expect("controller namespace");
-        let dev_ns = NetNs::new(&format!("{tag}d")).expect("device namespace");
-        let veth = Veth::new(tag, &ctl_ns, &dev_ns).expect("veth pair");
-        ctl_ns
-            .exec_ok(&["ip", "addr", "add", &format!("{CTL_IP}/24"), "dev", &veth.a])
-            .expect("controller address");
+        let (ctl_ns, dev_ns, veth) =
+            Veth::controller_device(tag, Some(&format!("{CTL_IP}/24")), None)
+                .expect("namespaces and veth pair");
         let dir = std::env::temp_dir().join(format!(
             "pn-interop-py-{}-{}",
             std::process::id(),

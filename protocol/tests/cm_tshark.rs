@@ -431,7 +431,7 @@ fn connect_request_and_response_both_dreps() {
         check_ndr_request(q, &req);
         assert_eq!(
             uints(q, "pn_io.block_type"),
-            vec![0x0101, 0x0102, 0x0102, 0x0103, 0x0104],
+            vec![0x0101, 0x0102, 0x0102, 0x0104, 0x0103],
             "{what}"
         );
         let ar = &creq.ar;
@@ -731,7 +731,7 @@ fn fragmented_request_reassembled_by_tshark_and_fack() {
         check_ndr_request(&lp, &req);
         assert_eq!(
             uints(&lp, "pn_io.block_type"),
-            vec![0x0101, 0x0102, 0x0102, 0x0103, 0x0104]
+            vec![0x0101, 0x0102, 0x0102, 0x0104, 0x0103]
         );
         assert_eq!(lp.get("pn_io.cminitiator_station_name"), "plc-sim");
     }

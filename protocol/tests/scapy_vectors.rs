@@ -806,8 +806,8 @@ fn our_connect_request_dissects_in_scapy() {
             [
                 "ARBlockReq",
                 "IOCRBlockReq",
-                "AlarmCRBlockReq",
-                "ExpectedSubmoduleBlockReq"
+                "ExpectedSubmoduleBlockReq",
+                "AlarmCRBlockReq"
             ]
         );
         let ar = &b[0];
@@ -848,7 +848,7 @@ fn our_connect_request_dissects_in_scapy() {
         assert_eq!(u(&api["IOCSs"][0]["SlotNumber"]), 2);
         assert_eq!(u(&api["IOCSs"][0]["FrameOffset"]), 9);
 
-        let al = &b[2];
+        let al = &b[3];
         assert_eq!(u(&al["AlarmCRType"]), 1);
         assert_eq!(u(&al["LT"]), 0x8892);
         assert_eq!(u(&al["RTATimeoutFactor"]), 2);
@@ -858,7 +858,7 @@ fn our_connect_request_dissects_in_scapy() {
         assert_eq!(u(&al["AlarmCRTagHeaderHigh"]), 0xC000);
         assert_eq!(u(&al["AlarmCRTagHeaderLow"]), 0xA000);
 
-        let ex = &b[3];
+        let ex = &b[2];
         assert_eq!(u(&ex["NumberOfAPIs"]), 1);
         let m = &ex["APIs"][0];
         assert_eq!(u(&m["SlotNumber"]), 1);

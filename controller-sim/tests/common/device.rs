@@ -113,15 +113,12 @@ pub struct Rig {
 impl Rig {
     /// Start the daemon (device SendClock `send_clock_ms`) and `POST /api/start`.
     pub fn start(tag: &str, send_clock_ms: u16) -> Rig {
-        let ctl_ns = NetNs::new(&format!("{tag}c")).expect("ns");
-        let dev_ns = NetNs::new(&format!("{tag}d")).expect("ns");
-        let veth = Veth::new(tag, &ctl_ns, &dev_ns).expect("veth");
-        ctl_ns
-            .exec_ok(&["ip", "addr", "add", &format!("{CTL_IP}/24"), "dev", &veth.a])
-            .unwrap();
-        dev_ns
-            .exec_ok(&["ip", "addr", "add", &format!("{DEV_IP}/24"), "dev", &veth.b])
-            .unwrap();
+        let (ctl_ns, dev_ns, veth) = Veth::controller_device(
+            tag,
+            Some(&format!("{CTL_IP}/24")),
+            Some(&format!("{DEV_IP}/24")),
+        )
+        .expect("namespaces and veth pair");
         let (mut child, dir, xml) = spawn_daemon(&dev_ns, &veth.b, send_clock_ms, STATION, DEV_IP);
         wait_and_start(&dev_ns, &mut child, &dir);
         let rig = Rig {

@@ -54,13 +54,9 @@ pub struct Lab {
 
 impl Lab {
     pub fn new(prefix: &str) -> Lab {
-        let ctl = NetNs::new(&format!("{prefix}c")).expect("namespace");
-        let dev = NetNs::new(&format!("{prefix}d")).expect("namespace");
-        let veth = Veth::new(prefix, &ctl, &dev).expect("veth");
-        ctl.exec_ok(&["ip", "addr", "add", "10.77.0.1/24", "dev", &veth.a])
-            .unwrap();
-        dev.exec_ok(&["ip", "addr", "add", "10.77.0.2/24", "dev", &veth.b])
-            .unwrap();
+        let (ctl, dev, veth) =
+            Veth::controller_device(prefix, Some("10.77.0.1/24"), Some("10.77.0.2/24"))
+                .expect("namespaces and veth pair");
         Lab { ctl, dev, veth }
     }
 }

@@ -135,12 +135,9 @@ impl Lab {
     /// the rig's paths). The daemon's own IP is NOT set here: the daemon puts its configured
     /// IP on the NIC itself (CAP_NET_ADMIN).
     pub fn new(tag: &str, settings: Value) -> Lab {
-        let ctl_ns = NetNs::new(&format!("{tag}c")).expect("namespace");
-        let dev_ns = NetNs::new(&format!("{tag}d")).expect("namespace");
-        let veth = Veth::new(tag, &ctl_ns, &dev_ns).expect("veth");
-        ctl_ns
-            .exec_ok(&["ip", "addr", "add", &format!("{CTL_IP}/24"), "dev", &veth.a])
-            .expect("controller IP");
+        let (ctl_ns, dev_ns, veth) =
+            Veth::controller_device(tag, Some(&format!("{CTL_IP}/24")), None)
+                .expect("namespaces and veth pair");
         let dir = std::env::temp_dir().join(format!(
             "pn-op-{tag}-{}-{}",
             std::process::id(),

@@ -169,6 +169,26 @@ impl Veth {
         Ok(Veth { a, b })
     }
 
+    /// The rig most tests need: a controller namespace `<tag>c` and a device namespace `<tag>d`
+    /// joined by a veth pair (`a` on the controller's side, `b` on the device's), each end
+    /// given its address (CIDR, e.g. `10.0.0.1/24`) when one is passed.
+    pub fn controller_device(
+        tag: &str,
+        ctl_addr: Option<&str>,
+        dev_addr: Option<&str>,
+    ) -> Result<(NetNs, NetNs, Veth), String> {
+        let ctl = NetNs::new(&format!("{tag}c"))?;
+        let dev = NetNs::new(&format!("{tag}d"))?;
+        let veth = Veth::new(tag, &ctl, &dev)?;
+        if let Some(a) = ctl_addr {
+            ctl.exec_ok(&["ip", "addr", "add", a, "dev", &veth.a])?;
+        }
+        if let Some(a) = dev_addr {
+            dev.exec_ok(&["ip", "addr", "add", a, "dev", &veth.b])?;
+        }
+        Ok((ctl, dev, veth))
+    }
+
     /// Take end `a` (in `ns`) down or up: a cable pull as the device sees it.
     pub fn set_link(ns: &NetNs, ifname: &str, up: bool) -> Result<(), String> {
         set_link_named(ns.name(), ifname, up)

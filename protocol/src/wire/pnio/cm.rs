@@ -12,8 +12,10 @@
 //!   SubmoduleListBlock after a PrmBeginReq).
 //!
 //! Each aggregate records the block types in wire order (`wire_order`) when parsed, so that
-//! `emit` reproduces the original bytes exactly; built by hand (empty `wire_order`) it emits
-//! in the order AR, IOCRs, AlarmCR, Expected/ModuleDiff, others.
+//! `emit` reproduces the original bytes exactly; built by hand (empty `wire_order`) a Connect
+//! request emits in the order of every real controller's request in the fixtures (Siemens
+//! S7-1200/1500, Phoenix): AR, IOCRs, ExpectedSubmodules, AlarmCR, others; a response emits
+//! AR, IOCRs, AlarmCR, ModuleDiff, others.
 //!
 //! Fuzz entry point: [`CmMessage::parse`].
 
@@ -233,8 +235,8 @@ impl ConnectRequest {
         } else {
             let mut o = vec![ar::BLOCK_TYPE_REQ];
             o.extend(self.iocrs.iter().map(|_| iocr::BLOCK_TYPE_REQ));
-            o.extend(self.alarm_cr.iter().map(|_| alarm_cr::BLOCK_TYPE_REQ));
             o.extend(self.expected.iter().map(|_| expected::BLOCK_TYPE));
+            o.extend(self.alarm_cr.iter().map(|_| alarm_cr::BLOCK_TYPE_REQ));
             o.extend(self.other.iter().map(|b| b.block_type()));
             o
         };
@@ -670,7 +672,8 @@ pub(crate) mod tests {
         let req = sample_connect_request();
         let data = req.emit().unwrap();
         let p = ConnectRequest::parse(&data).unwrap();
-        assert_eq!(p.wire_order, vec![0x0101, 0x0102, 0x0102, 0x0103, 0x0104]);
+        // Built by hand: the real controllers' order (AR, IOCRs, Expected, AlarmCR).
+        assert_eq!(p.wire_order, vec![0x0101, 0x0102, 0x0102, 0x0104, 0x0103]);
         assert_eq!(
             ConnectRequest {
                 wire_order: vec![],
@@ -681,7 +684,7 @@ pub(crate) mod tests {
         assert_eq!(p.emit().unwrap(), data);
         // A recorded non-canonical order is reproduced.
         let mut q = p.clone();
-        q.wire_order = vec![0x0101, 0x0102, 0x0102, 0x0104, 0x0103];
+        q.wire_order = vec![0x0101, 0x0102, 0x0102, 0x0103, 0x0104];
         let d2 = q.emit().unwrap();
         assert_ne!(d2, data);
         assert_eq!(ConnectRequest::parse(&d2).unwrap().wire_order, q.wire_order);
