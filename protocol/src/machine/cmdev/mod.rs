@@ -2,6 +2,16 @@
 //! "CMRPC" request checks). A device accepts, checks and answers the controller's
 //! connection-management requests here; the daemon only carries the bytes.
 //!
-//! * [`connect`]: the checks of a Connect request and the FrameIDs of its response.
+//! * [`connect`]: the checks of a Connect request and the FrameIDs of its response;
+//! * [`api`]: what the machine asks of the application and tells the shell;
+//! * [`machine`]: the CMDEV machine itself ([`Cmdev`]): an AR's life from Connect to its end;
+//! * [`cmrpc`]: the RPC server under it (CMRPC): reassembly, retransmitted calls, PING, ACK.
 
+pub mod api;
+pub mod cmrpc;
 pub mod connect;
+pub mod machine;
+
+pub use api::{CmdevApp, CmdevConfig, CmdevEvent, EndCause, IoArPlan};
+pub use cmrpc::{Datagram, MAX_FRAGMENT_BODY};
+pub use machine::{ArPhase, Cmdev, IoArView};
