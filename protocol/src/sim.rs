@@ -23,6 +23,7 @@
 use crate::machine::cyclic::{
     first_frame_timeout, Consumer, ConsumerEvent, CyclicTiming, Provider,
 };
+use crate::machine::data_hold::{DataHold, STALL_GUARD};
 use crate::machine::rta::{RtaConfig, RtaEvent, RtaMachine};
 use crate::time::{Duration, Instant};
 use crate::wire::ethernet::{ethertype, EthernetRepr, MacAddr, VlanTag};
@@ -155,6 +156,11 @@ struct Rx {
     /// last delivered one).
     last_new: Option<Instant>,
     last_counter: Option<u16>,
+    /// The device side only: its data-hold timer (the daemon's own `DataHold`), running from
+    /// the first valid frame, and the simulator's count of the device's executed intervals
+    /// since it last delivered new data.
+    hold: Option<DataHold>,
+    intervals_since_new: u64,
 }
 
 impl Rx {
@@ -166,6 +172,8 @@ impl Rx {
             started: now,
             last_new: None,
             last_counter: None,
+            hold: None,
+            intervals_since_new: 0,
         }
     }
 }
@@ -239,9 +247,47 @@ pub fn run(cfg: &SimConfig) -> Report {
     let quiet_from = zero + cfg.duration;
     let end = zero + cfg.duration + Duration::from_millis(1500);
     let mut now = zero;
+    let dev_dht = t.interval().saturating_mul(u64::from(dev_dhf));
+    let limit = u64::from(dev_dhf);
     while now <= end {
         let impaired = now < quiet_from;
-        // 1. Providers send (unless stalled).
+        let mut device_tripped = false;
+        // 1. Deliver what is due, in time order (same time: sending order), before anyone acts
+        // at `now`: a frame that arrived before `now` is seen by a check made at `now`.
+        link.in_flight.sort_by_key(|f| (f.at, f.order));
+        let due = link.in_flight.iter().take_while(|f| f.at <= now).count();
+        for f in link.in_flight.drain(..due).collect::<Vec<_>>() {
+            let side = usize::from(!f.to_device);
+            let Ok((e, payload)) = EthernetRepr::parse_frame(&f.frame) else {
+                continue;
+            };
+            let fid = u16::from_be_bytes([payload[0], payload[1]]);
+            if fid == 0xFE01 {
+                let m = if f.to_device {
+                    &mut dev_rta
+                } else {
+                    &mut ctl_rta
+                };
+                m.handle(&payload[2..], f.at);
+                continue;
+            }
+            let rx = &mut sides[side].rx;
+            // The simulator's own record: new data = a CycleCounter ahead of the last one
+            // it delivered (the rule the standard gives, p-net pf_cpm_check_cycle).
+            let counter = cycle_counter_of(payload);
+            let new = match (rx.last_counter, counter) {
+                (_, None) => false,
+                (None, Some(_)) => true,
+                (Some(last), Some(c)) => crate::machine::cyclic::cycle_advanced(last, c),
+            };
+            if new {
+                rx.last_counter = counter;
+                rx.last_new = Some(f.at);
+                rx.intervals_since_new = 0;
+            }
+            rx.consumer.on_rt_payload(f.at, e.src, payload);
+        }
+        // 2. Providers send (unless stalled).
         for (i, side) in sides.iter_mut().enumerate() {
             if impaired && side.stalled_until <= now && rng.chance(cfg.stall.0 / 4.0) {
                 let cycles = 1 + rng.next() % u64::from(cfg.stall.1.max(1));
@@ -251,10 +297,23 @@ pub fn run(cfg: &SimConfig) -> Report {
                 continue;
             }
             if let Ok(Some(n)) = side.provider.poll_send(now, &[i as u8; 8], &mut buf) {
+                if i == 0 {
+                    // The device's executed interval: its data-hold timer runs here, as in
+                    // the daemon's real-time loop.
+                    let rx = &mut side.rx;
+                    rx.intervals_since_new += 1;
+                    let frames = rx.consumer.stats().new_data;
+                    if let Some(last) = rx.consumer.last_new_data() {
+                        let hold = rx
+                            .hold
+                            .get_or_insert_with(|| DataHold::new(dev_dht, t.interval(), frames));
+                        device_tripped |= hold.on_interval(now, frames, last).is_some();
+                    }
+                }
                 link.send(cfg, &mut rep, impaired, now, i == 1, buf[..n].to_vec());
             }
         }
-        // 2. Alarms: the device queues the alarms due now; both RTA machines run.
+        // 3. Alarms: the device queues the alarms due now; both RTA machines run.
         while next_alarm < cfg.alarms {
             let due = alarm_times[next_alarm as usize];
             if due > now {
@@ -294,43 +353,19 @@ pub fn run(cfg: &SimConfig) -> Report {
                 link.send(cfg, &mut rep, impaired, now, i == 1, frame);
             }
         }
-        // 3. Deliver what is due, in time order (same time: sending order).
-        link.in_flight.sort_by_key(|f| (f.at, f.order));
-        let due = link.in_flight.iter().take_while(|f| f.at <= now).count();
-        for f in link.in_flight.drain(..due).collect::<Vec<_>>() {
-            let side = usize::from(!f.to_device);
-            let Ok((e, payload)) = EthernetRepr::parse_frame(&f.frame) else {
-                continue;
-            };
-            let fid = u16::from_be_bytes([payload[0], payload[1]]);
-            if fid == 0xFE01 {
-                let m = if f.to_device {
-                    &mut dev_rta
-                } else {
-                    &mut ctl_rta
-                };
-                m.handle(&payload[2..], f.at);
-                continue;
-            }
-            let rx = &mut sides[side].rx;
-            // The simulator's own record: new data = a CycleCounter ahead of the last one
-            // it delivered (the rule the standard gives, p-net pf_cpm_check_cycle).
-            let counter = cycle_counter_of(payload);
-            let new = match (rx.last_counter, counter) {
-                (_, None) => false,
-                (None, Some(_)) => true,
-                (Some(last), Some(c)) => crate::machine::cyclic::cycle_advanced(last, c),
-            };
-            if new {
-                rx.last_counter = counter;
-                rx.last_new = Some(f.at);
-            }
-            rx.consumer.on_rt_payload(f.at, e.src, payload);
-        }
-        // 4. Consumers' supervision, checked against the record.
+        // 4. Consumers' supervision, checked against the record. The device supervises with
+        // its data-hold timer once the first frame came (before it, the first-frame bound on
+        // the clock, as CMDEV does); the controller with its consumer's clock.
         for (i, side) in sides.iter_mut().enumerate() {
+            let stalled = side.stalled_until > now;
             let rx = &mut side.rx;
-            let expired = matches!(rx.consumer.poll(now), Some(ConsumerEvent::WatchdogExpired));
+            let wall = matches!(rx.consumer.poll(now), Some(ConsumerEvent::WatchdogExpired));
+            let running = i == 0 && rx.consumer.last_new_data().is_some();
+            let expired = if i == 0 {
+                device_tripped || (wall && !running)
+            } else {
+                wall
+            };
             let since = rx.last_new.unwrap_or(rx.started);
             let bound = if rx.last_new.is_some() {
                 dht
@@ -339,9 +374,25 @@ pub fn run(cfg: &SimConfig) -> Report {
             };
             let silent = now.saturating_since(since);
             let who = if i == 0 { "device" } else { "controller" };
+            // Too early: before the data-hold time (the device's rule may trip exactly at
+            // it, after DataHoldFactor executed intervals).
+            let early = if running {
+                silent < bound
+            } else {
+                silent <= bound
+            };
+            // Too late: the device after DataHoldFactor executed intervals past the data-hold
+            // time (one interval of grace for the phase of its loop), or past the stall guard
+            // while it runs; the controller's clock just past the bound.
+            let overdue = if running {
+                (rx.intervals_since_new > limit + 1 && silent > dht + t.interval())
+                    || (!stalled && silent > dht + STALL_GUARD + t.interval() + step)
+            } else {
+                silent > bound + step
+            };
             if expired {
                 rep.trips[i] += 1;
-                if silent <= bound {
+                if early {
                     rep.violations.push(format!(
                         "t={} us: the {who}'s consumer tripped after {} us without new data \
                          (data-hold bound {} us)",
@@ -357,7 +408,7 @@ pub fn run(cfg: &SimConfig) -> Report {
                     (IN_FID, DEV, dhf)
                 };
                 *rx = Rx::new(fid, src, t, d, now);
-            } else if silent > bound + step {
+            } else if overdue {
                 rep.violations.push(format!(
                     "t={} us: the {who}'s consumer has had no new data for {} us (bound {} us) \
                      and did not trip",

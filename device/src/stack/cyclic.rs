@@ -26,10 +26,9 @@
 //! a frame template built once per AR (IOPS/IOCS of every submodule fixed at connect, only the
 //! data items and the APDU status change per cycle) instead of re-emitting the frame through
 //! `Provider::poll_send`; the schedule is the same (one frame per slot, missed slots skipped
-//! and reflected in the CycleCounter). The data-hold timer is counted in executed cycles, as
-//! p-net does (`pf_cpm_driver_sw.c` `pf_cpm_control_interval_expired`), rather than the
-//! machine's wall-clock deadline: a stall of the whole host then shows up as missed ticks
-//! instead of a communication loss (see the comment in the loop).
+//! and reflected in the CycleCounter). The data-hold timer is the protocol crate's
+//! `machine::data_hold::DataHold` (counted in executed cycles, as p-net does), the same code
+//! the simulator's device runs.
 //!
 //! # Jobs
 //! The connection manager (`cm.rs`) publishes a [`ProviderJob`] (a frame template plus the
@@ -41,6 +40,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use pn_protocol::machine::cyclic::{check_frame, CrRule, FrameCheck};
+use pn_protocol::machine::data_hold::DataHold;
+use pn_protocol::time::{Duration as PnDuration, Instant as PnInstant};
 use pn_protocol::wire::ethernet::MacAddr;
 use pn_protocol::wire::rt::{ApduStatus, CyclicFrame, DataStatus, FrameId};
 
@@ -483,7 +484,7 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
     let mut seen_gen = u64::MAX;
     let mut counter: u16 = 0;
     let mut have_q = false;
-    let (mut wd_armed, mut wd_miss, mut wd_frames) = (false, 0u64, 0u64);
+    let mut watchdog: Option<DataHold> = None;
 
     let mut period = shared.base_period_ns.load(Ordering::Relaxed);
     let mut next = mono_ns() + period;
@@ -560,43 +561,27 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
             }
         }
 
-        // Data-hold watchdog of the consumer, counted in executed cycles (as p-net's CPM
-        // counts its data-hold timer per control interval): a cycle without a new valid frame
-        // counts one; DataHoldFactor worth of them trips. Slots skipped because this thread
-        // itself was not running (a stall of the whole machine, counted in
-        // stackMissedTicks) are not evidence of a silent controller and do not count, but a
-        // wall-clock silence longer than the data-hold time plus 100 ms always trips. The
-        // cycles alone do not trip before the data-hold time has passed on the clock: after a
-        // late wake-up the next deadlines come sooner, and DataHoldFactor executed cycles
-        // could fit in less than the data-hold time (see `watchdog_expired`).
+        // Data-hold supervision of the consumer: the protocol crate's CPM rule (`DataHold`:
+        // counted in executed cycles, with a wall-clock guard for stalls of this thread).
         let dht = shared.dht_ns.load(Ordering::Acquire);
         if dht != 0 {
-            if !wd_armed {
-                wd_armed = true;
-                wd_miss = 0;
-                wd_frames = shared.consumer_frames.load(Ordering::Acquire);
-            }
             let frames = shared.consumer_frames.load(Ordering::Acquire);
-            if frames != wd_frames {
-                wd_frames = frames;
-                wd_miss = 0;
-            } else {
-                wd_miss += 1;
-            }
-            let limit = dht.div_ceil(period.max(1));
-            let last = shared.last_rx_ns.load(Ordering::Acquire);
-            if watchdog_expired(wd_miss, limit, now.saturating_sub(last), dht) {
+            let wd = watchdog.get_or_insert_with(|| {
+                DataHold::new(PnDuration(dht), PnDuration(period.max(1)), frames)
+            });
+            let last = PnInstant(shared.last_rx_ns.load(Ordering::Acquire));
+            if let Some(trip) = wd.on_interval(PnInstant(now), frames, last) {
                 shared.trip_info.store(
-                    (wd_miss << 32) | (now.saturating_sub(last) / 1000).min(0xFFFF_FFFF),
+                    (trip.missed << 32) | (trip.silence.as_micros()).min(0xFFFF_FFFF),
                     Ordering::Relaxed,
                 );
                 shared.dht_ns.store(0, Ordering::Release);
                 shared.tripped.store(true, Ordering::Release);
                 counters.watchdog_trips.fetch_add(1, Ordering::Relaxed);
-                wd_armed = false;
+                watchdog = None;
             }
         } else {
-            wd_armed = false;
+            watchdog = None;
         }
 
         // Provider.
@@ -656,15 +641,6 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
     }
 }
 
-/// The data-hold rule of the real-time thread: `missed` executed cycles without a new valid
-/// frame (of `limit` = DataHoldFactor), `silence_ns` since the last valid frame, data-hold
-/// time `dht_ns`. Trips when DataHoldFactor cycles went by without a frame and the data-hold
-/// time has passed on the clock, or when the silence exceeds the data-hold time by 100 ms
-/// (however few cycles this thread managed to execute meanwhile).
-pub fn watchdog_expired(missed: u64, limit: u64, silence_ns: u64, dht_ns: u64) -> bool {
-    (missed >= limit && silence_ns >= dht_ns) || silence_ns > dht_ns.saturating_add(100_000_000)
-}
-
 /// FrameID helper for building templates.
 pub fn frame_id(v: u16) -> FrameId {
     FrameId(v)
@@ -673,22 +649,6 @@ pub fn frame_id(v: u16) -> FrameId {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const MS: u64 = 1_000_000;
-
-    #[test]
-    fn watchdog_needs_the_cycles_and_the_data_hold_time() {
-        // DataHoldFactor 3 at 1 ms: 3 cycles and 3 ms.
-        assert!(watchdog_expired(3, 3, 3 * MS, 3 * MS));
-        assert!(watchdog_expired(5, 3, 4 * MS, 3 * MS));
-        // Three executed cycles squeezed into 2.1 ms after a late wake-up: not yet.
-        assert!(!watchdog_expired(3, 3, 2 * MS + MS / 10, 3 * MS));
-        // The clock alone (this thread stalled, fewer cycles executed): only past DHT + 100 ms.
-        assert!(!watchdog_expired(1, 3, 50 * MS, 3 * MS));
-        assert!(watchdog_expired(1, 3, 104 * MS, 3 * MS));
-        // A frame within the data-hold time resets the count: nothing trips.
-        assert!(!watchdog_expired(0, 3, 0, 3 * MS));
-    }
 
     #[test]
     fn idle_thread_wakes_for_a_job_and_for_stop() {

@@ -294,6 +294,8 @@ pub struct Consumer {
     hold_until: Option<Instant>,
     last_cycle: Option<u16>,
     last_status: Option<ApduStatus>,
+    /// When the last new-data frame arrived.
+    last_new_data: Option<Instant>,
     stats: ConsumerStats,
 }
 
@@ -318,6 +320,7 @@ impl Consumer {
             hold_until: Some(start + first_frame_timeout(dht)),
             last_cycle: None,
             last_status: None,
+            last_new_data: None,
             stats: ConsumerStats::default(),
         }
     }
@@ -344,6 +347,10 @@ impl Consumer {
     /// APDU status of the last new-data frame.
     pub fn last_status(&self) -> Option<ApduStatus> {
         self.last_status
+    }
+    /// When the last new-data frame arrived (`None` before the first one).
+    pub fn last_new_data(&self) -> Option<Instant> {
+        self.last_new_data
     }
     pub fn last_data_status(&self) -> Option<DataStatus> {
         self.last_status.map(|s| s.data_status)
@@ -391,6 +398,7 @@ impl Consumer {
                 self.stats.new_data += 1;
                 self.last_cycle = Some(status.cycle_counter);
                 self.last_status = Some(status);
+                self.last_new_data = Some(now);
                 self.hold_until = Some(now + self.data_hold_time);
             }
             RxOutcome::Duplicate => self.stats.duplicates += 1,

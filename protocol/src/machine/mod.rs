@@ -3,6 +3,7 @@
 
 pub mod cmdev;
 pub mod cyclic;
+pub mod data_hold;
 pub mod dcp_delay;
 pub mod dcp_responder;
 pub mod rpc_reassembly;
