@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use pn_protocol::sim::{run, Plant, Report, SimConfig};
+use pn_protocol::wire::ethernet::EthernetRepr;
 
 #[derive(clap::Args, Debug)]
 pub struct SimArgs {
@@ -24,6 +25,12 @@ pub struct SimArgs {
     /// run to this pcap file.
     #[arg(long)]
     pub pcap: Option<PathBuf>,
+    /// Print the first seed's frames one by one (time, direction, FrameID, lost or not).
+    #[arg(long)]
+    pub steps: bool,
+    /// Print only the runs that broke an invariant, and the total.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -44,35 +51,123 @@ impl From<PlantArg> for Plant {
 }
 
 pub fn main(a: &SimArgs) -> ExitCode {
-    let mut failed = 0u64;
-    for (i, seed) in (a.seed..a.seed.saturating_add(a.seeds.max(1))).enumerate() {
+    let first = a.seed;
+    let n = a.seeds.max(1);
+    let plant = a.plant.map(Plant::from);
+    let config = |seed: u64| {
         let mut cfg = SimConfig::for_seed(seed);
-        cfg.plant = a.plant.map(Plant::from);
-        cfg.trace = i == 0 && a.pcap.is_some();
-        let rep = run(&cfg);
-        println!("{}", summary(&cfg, &rep));
+        cfg.plant = plant;
+        // The first seed's run keeps its frames for the pcap and the step list.
+        cfg.trace = seed == first && (a.pcap.is_some() || a.steps);
+        cfg
+    };
+    let runs = run_parallel(first, n, config);
+    let mut failed = 0u64;
+    for (cfg, rep) in &runs {
+        if !a.quiet || !rep.violations.is_empty() {
+            println!("{}", summary(cfg, rep));
+        }
         for v in &rep.violations {
             println!("  violation: {v}");
         }
         if !rep.violations.is_empty() {
             failed += 1;
+            println!("  replay: {}", replay_command(cfg.seed, a.plant));
+        }
+        if cfg.trace && a.steps {
+            print_steps(rep);
         }
         if let (true, Some(path)) = (cfg.trace, &a.pcap) {
-            if let Err(e) = write_pcap(path, &rep) {
+            if let Err(e) = write_pcap(path, rep) {
                 eprintln!("pn-lab sim: cannot write {}: {e}", path.display());
                 return ExitCode::FAILURE;
             }
         }
     }
-    println!(
-        "{} seeds, {} with invariant violations",
-        a.seeds.max(1),
-        failed
-    );
+    println!("{n} seeds, {failed} with invariant violations");
     if failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// Run seeds `first..first+n` on every core; the results come back in seed order (each run
+/// is deterministic and independent, so the order of execution does not matter).
+fn run_parallel(
+    first: u64,
+    n: u64,
+    config: impl Fn(u64) -> SimConfig + Sync,
+) -> Vec<(SimConfig, Report)> {
+    let threads = std::thread::available_parallelism()
+        .map(|p| p.get() as u64)
+        .unwrap_or(1)
+        .clamp(1, n);
+    let per = n.div_ceil(threads);
+    std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..threads)
+            .map(|k| {
+                let config = &config;
+                sc.spawn(move || {
+                    let lo = first.saturating_add(k * per);
+                    let hi = first.saturating_add(((k + 1) * per).min(n));
+                    (lo..hi)
+                        .map(|seed| {
+                            let cfg = config(seed);
+                            let rep = run(&cfg);
+                            (cfg, rep)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    })
+}
+
+/// The command that replays one seed's run, step by step, with its frames as a pcap.
+pub fn replay_command(seed: u64, plant: Option<PlantArg>) -> String {
+    let plant = plant
+        .and_then(|p| clap::ValueEnum::to_possible_value(&p))
+        .map(|v| format!(" --plant {}", v.get_name()))
+        .unwrap_or_default();
+    format!("pn-lab sim --seed {seed} --seeds 1{plant} --steps --pcap sim-seed-{seed}.pcap")
+}
+
+/// The frames and the machines' decisions of a traced run, one line each, in time order.
+fn print_steps(r: &Report) {
+    let mut lines: Vec<(u64, String)> = r
+        .trace
+        .iter()
+        .map(|f| {
+            let (dir, fid) = match EthernetRepr::parse_frame(&f.frame) {
+                Ok((e, p)) if p.len() >= 2 => (
+                    if e.src.0[5] == 0x01 {
+                        "controller -> device"
+                    } else {
+                        "device -> controller"
+                    },
+                    u16::from_be_bytes([p[0], p[1]]),
+                ),
+                _ => ("?", 0),
+            };
+            let lost = if f.lost { "  (lost on the link)" } else { "" };
+            let text = format!("{dir}  FrameID 0x{fid:04X}  {} bytes{lost}", f.frame.len());
+            (f.at.as_nanos(), text)
+        })
+        .chain(
+            r.events
+                .iter()
+                .map(|(at, e)| (at.as_nanos(), format!("** {e}"))),
+        )
+        .collect();
+    // Stable: at the same time, frames (sent first) before decisions.
+    lines.sort_by_key(|(t, _)| *t);
+    for (t, text) in lines {
+        println!("  t={:>10} us  {text}", t / 1000);
     }
 }
 

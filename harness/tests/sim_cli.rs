@@ -28,6 +28,15 @@ fn seeds_pass_and_replay_the_same() {
     assert_eq!(out, again, "a seed's run is a pure function of the seed");
 }
 
+/// The CI's run of the simulator: ten thousand seeds (the figure), on every core,
+/// printing only the runs that break an invariant.
+#[test]
+fn ten_thousand_seeds_hold_the_invariants() {
+    let (code, out) = pn_lab(&["--seed", "1", "--seeds", "10000", "--quiet"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(out.trim(), "10000 seeds, 0 with invariant violations");
+}
+
 #[test]
 fn a_planted_watchdog_bug_fails_with_the_violation_in_words() {
     let (code, out) = pn_lab(&[
@@ -42,6 +51,20 @@ fn a_planted_watchdog_bug_fails_with_the_violation_in_words() {
     assert!(
         out.contains("consumer tripped after") && out.contains("data-hold bound"),
         "{out}"
+    );
+    // Each failing seed says how to replay it, and the replay shows the steps.
+    assert!(
+        out.contains("replay: pn-lab sim --seed ") && out.contains("--steps --pcap"),
+        "{out}"
+    );
+    let (_, steps) = pn_lab(&["--seed", "1", "--plant", "watchdog-off-by-one", "--steps"]);
+    assert!(
+        steps.contains("device -> controller  FrameID 0x8001"),
+        "{steps}"
+    );
+    assert!(
+        steps.contains("** the device's data-hold timer expired"),
+        "{steps}"
     );
 }
 

@@ -121,6 +121,17 @@ pub struct Report {
     /// Invariant violations, with their simulated time.
     pub violations: Vec<String>,
     pub trace: Vec<TraceFrame>,
+    /// With `trace`: what the machines decided, with its simulated time (trips, alarms
+    /// delivered, transport give-ups), for the step-by-step replay.
+    pub events: Vec<(Instant, String)>,
+}
+
+impl Report {
+    fn note(&mut self, trace: bool, at: Instant, what: impl FnOnce() -> String) {
+        if trace {
+            self.events.push((at, what()));
+        }
+    }
 }
 
 /// Small deterministic PRNG (xorshift64*).
@@ -392,6 +403,12 @@ pub fn run(cfg: &SimConfig) -> Report {
             };
             if expired {
                 rep.trips[i] += 1;
+                rep.note(cfg.trace, now, || {
+                    format!(
+                        "the {who}'s data-hold timer expired ({} us silent)",
+                        silent.0 / 1000
+                    )
+                });
                 if early {
                     rep.violations.push(format!(
                         "t={} us: the {who}'s consumer tripped after {} us without new data \
@@ -430,11 +447,17 @@ pub fn run(cfg: &SimConfig) -> Report {
                     continue;
                 }
                 delivered.push(n);
+                rep.note(cfg.trace, now, || {
+                    format!("alarm {n} delivered to the controller")
+                });
             }
         }
         while let Some(ev) = dev_rta.poll_event() {
             if let RtaEvent::Timeout { .. } = ev {
                 rep.rta_timeouts += 1;
+                rep.note(cfg.trace, now, || {
+                    "the device's alarm transport gave up".into()
+                });
             }
         }
         now += step;
