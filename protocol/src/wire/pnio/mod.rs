@@ -10,6 +10,7 @@ pub mod alarm_cr;
 pub mod ar;
 pub mod cm;
 pub mod control;
+pub mod example;
 pub mod expected;
 pub mod iocr;
 pub mod module_diff;
