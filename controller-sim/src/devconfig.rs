@@ -1,6 +1,6 @@
-//! Reader for the device daemon's runtime configuration XML (spec 2.11; format owned by the
-//! device crate, `device/src/config.rs` and `device/config/examples/`), so the controller can
-//! connect to a pn-device from the very file the device was started with.
+//! Reader for the device daemon's runtime configuration XML (spec 2.11; format owned by
+//! `pn-device-formats`, `device/formats/src/config.rs`, examples in `device/config/examples/`),
+//! so the controller can connect to a pn-device from the very file the device was started with.
 //!
 //! Items read: `StationName`, `VendorID`, `DeviceID`, `SendClock` (ms), `IpAddress`,
 //! `SlotLayout/Module` (`Slot`, `ModuleIdentNumber`) and `Module/Submodule` (`Subslot`,

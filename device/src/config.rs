@@ -8,27 +8,21 @@
 //! with no file at all. Unknown keys are ignored with a warning in the log.
 //!
 //! # Runtime configuration XML
-//! Element names are decided in docs/decisions.md ("Runtime configuration XML"); examples in
-//! `device/config/examples/`. Numbers are decimal or `0x` hex.
+//! The format lives in `pn-device-formats` (the lab and the bench read the files they give the
+//! daemon without linking it); re-exported here so the daemon's paths stay `crate::config`.
 
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::dataplane::{Im0Config, ModuleConfig, SubmoduleConfig};
-use crate::image::clamp_area_len;
+pub use pn_device_formats::config::{
+    valid_station_name, RuntimeConfig, DEFAULT_CONFIG_XML, EMBEDDED_CONFIG_NAME,
+    PLACEHOLDER_VENDOR_ID,
+};
 
 /// The embedded default settings.
 pub const DEFAULT_SETTINGS_JSON: &str = include_str!("../config/settings.default.json");
-/// The embedded default runtime configuration (used when `Paths:RuntimeConfig` is empty).
-pub const DEFAULT_CONFIG_XML: &str = include_str!("../config/default.xml");
-/// The VendorID of the shipped configurations: no PI-assigned ID (0x0493, used by p-net's
-/// examples, belongs to RT-Labs). Operators set their own; the daemon warns while it is in use.
-pub const PLACEHOLDER_VENDOR_ID: u16 = 0xFFFF;
-/// Name shown for the embedded configuration in messages and the fingerprint.
-pub const EMBEDDED_CONFIG_NAME: &str = "<embedded default>";
 
 /// Settings keys the service knows (for the "unknown key" warning).
 const KNOWN_KEYS: &[&str] = &[
@@ -270,313 +264,6 @@ impl Settings {
     }
 }
 
-// ------------------------------------------------------------------------------------------
-// Runtime configuration XML
-// ------------------------------------------------------------------------------------------
-
-/// The runtime configuration as loaded from the XML.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RuntimeConfig {
-    /// Where it came from (path, or [`EMBEDDED_CONFIG_NAME`]).
-    pub source: String,
-    pub station_name: String,
-    pub device_name: String,
-    pub vendor_id: u16,
-    pub device_id: u16,
-    /// `Network/InterfaceName` (may be empty: then the settings default applies).
-    pub interface_name: String,
-    pub ip: Ipv4Addr,
-    pub mask: Ipv4Addr,
-    pub gateway: Ipv4Addr,
-    /// Send clock in milliseconds (1, 2 or 4).
-    pub send_clock_ms: u16,
-    pub modules: Vec<ModuleConfig>,
-    pub im0: Im0Config,
-    /// Summed InputLength (controller -> device), clamped to 1..1440.
-    pub input_len: usize,
-    /// Summed OutputLength (device -> controller), clamped to 1..1440.
-    pub output_len: usize,
-}
-
-fn parse_num(s: &str) -> Option<u64> {
-    let s = s.trim();
-    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        u64::from_str_radix(h, 16).ok()
-    } else {
-        s.parse().ok()
-    }
-}
-
-fn child<'a, 'i>(n: roxmltree::Node<'a, 'i>, name: &str) -> Option<roxmltree::Node<'a, 'i>> {
-    n.children()
-        .find(|c| c.is_element() && c.tag_name().name() == name)
-}
-
-fn child_text(n: roxmltree::Node<'_, '_>, name: &str) -> Option<String> {
-    child(n, name).map(|c| c.text().unwrap_or("").trim().to_string())
-}
-
-/// Attribute or child element value.
-fn attr_or_child(n: roxmltree::Node<'_, '_>, name: &str) -> Option<String> {
-    n.attribute(name)
-        .map(|s| s.trim().to_string())
-        .or_else(|| child_text(n, name))
-}
-
-fn num_item<T: TryFrom<u64>>(
-    n: roxmltree::Node<'_, '_>,
-    name: &str,
-    what: &str,
-    default: Option<T>,
-) -> Result<T, String> {
-    match attr_or_child(n, name) {
-        None => default.ok_or_else(|| format!("{what}: missing {name}")),
-        Some(v) => parse_num(&v)
-            .and_then(|x| T::try_from(x).ok())
-            .ok_or_else(|| format!("{what}: {name} '{v}' is not a valid number")),
-    }
-}
-
-fn ip_item(root: roxmltree::Node<'_, '_>, name: &str) -> Result<Ipv4Addr, String> {
-    let net = child(root, "Network");
-    let v = net
-        .and_then(|n| child_text(n, name))
-        .or_else(|| child_text(root, name));
-    match v {
-        None => Ok(Ipv4Addr::UNSPECIFIED),
-        Some(s) if s.is_empty() => Ok(Ipv4Addr::UNSPECIFIED),
-        Some(s) => s
-            .parse()
-            .map_err(|_| format!("{name} '{s}' is not an IPv4 address")),
-    }
-}
-
-/// DNS-label-like check of a PROFINET station name (lower case letters, digits, '-', '.';
-/// labels 1..63, total 1..240, no label starting or ending with '-'). Empty is allowed
-/// (no name: the controller assigns one over DCP).
-pub fn valid_station_name(name: &str) -> bool {
-    if name.is_empty() {
-        return true;
-    }
-    name.len() <= 240
-        && name.split('.').all(|l| {
-            !l.is_empty()
-                && l.len() <= 63
-                && !l.starts_with('-')
-                && !l.ends_with('-')
-                && l.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        })
-}
-
-fn parse_sw_revision(s: &str) -> Option<(char, u8, u8, u8)> {
-    let mut chars = s.chars();
-    let prefix = chars.next()?;
-    if !matches!(prefix, 'V' | 'R' | 'P' | 'U' | 'T') {
-        return None;
-    }
-    let parts: Vec<&str> = chars.as_str().split('.').collect();
-    if parts.len() < 3 || parts.len() > 4 {
-        return None;
-    }
-    let p = |i: usize| parts.get(i).map_or(Some(0), |x| x.parse::<u8>().ok());
-    Some((prefix, p(0)?, p(1)?, p(2)?))
-}
-
-impl RuntimeConfig {
-    /// Load the XML from a file (`None` = embedded default).
-    pub fn load(path: Option<&Path>) -> Result<RuntimeConfig, String> {
-        let cfg = Self::load_quietly(path)?;
-        if cfg.vendor_id == PLACEHOLDER_VENDOR_ID {
-            // A PLC checks VendorID/DeviceID against the GSDML it was given; 0xFFFF works for a
-            // lab but is nobody's PI vendor ID (docs/decisions.md, "Vendor ID").
-            tracing::warn!(
-                "VendorID 0xFFFF is the shipped placeholder: set the vendor ID PI assigned to you \
-                 (and regenerate the GSDML) before using this device in a plant"
-            );
-        }
-        Ok(cfg)
-    }
-
-    fn load_quietly(path: Option<&Path>) -> Result<RuntimeConfig, String> {
-        match path {
-            None => RuntimeConfig::parse(DEFAULT_CONFIG_XML, EMBEDDED_CONFIG_NAME),
-            Some(p) => {
-                let meta = std::fs::metadata(p)
-                    .map_err(|e| format!("cannot read configuration {}: {e}", p.display()))?;
-                if meta.len() > 4 * 1024 * 1024 {
-                    return Err(format!(
-                        "configuration {} is larger than 4 MiB",
-                        p.display()
-                    ));
-                }
-                let text = std::fs::read_to_string(p)
-                    .map_err(|e| format!("cannot read configuration {}: {e}", p.display()))?;
-                RuntimeConfig::parse(&text, &p.display().to_string())
-            }
-        }
-    }
-
-    /// Parse XML text. Every error names the source and the offending item.
-    pub fn parse(text: &str, source: &str) -> Result<RuntimeConfig, String> {
-        let doc = roxmltree::Document::parse(text)
-            .map_err(|e| format!("configuration {source}: XML error: {e}"))?;
-        Self::from_doc(&doc, source).map_err(|e| format!("configuration {source}: {e}"))
-    }
-
-    fn from_doc(doc: &roxmltree::Document<'_>, source: &str) -> Result<RuntimeConfig, String> {
-        let root = doc.root_element();
-        let station_name = child_text(root, "StationName").unwrap_or_default();
-        if !valid_station_name(&station_name) {
-            return Err(format!(
-                "StationName '{station_name}' is not a valid PROFINET name"
-            ));
-        }
-        let device_name = child_text(root, "DeviceName").unwrap_or_default();
-        if device_name.len() > 255 {
-            return Err("DeviceName longer than 255 characters".into());
-        }
-        let vendor_id: u16 = num_item(root, "VendorID", "device", None)?;
-        let device_id: u16 = num_item(root, "DeviceID", "device", None)?;
-        let interface_name = child(root, "Network")
-            .and_then(|n| child_text(n, "InterfaceName"))
-            .unwrap_or_default();
-        if !interface_name.is_empty() && !crate::dataplane::valid_nic_name(&interface_name) {
-            return Err(format!(
-                "Network/InterfaceName '{interface_name}' is not a valid name"
-            ));
-        }
-        let ip = ip_item(root, "IpAddress")?;
-        let mask = ip_item(root, "SubnetMask")?;
-        let gateway = ip_item(root, "Gateway")?;
-        let send_clock_ms: u16 = num_item(root, "SendClock", "device", Some(1))?;
-        if !matches!(send_clock_ms, 1 | 2 | 4) {
-            return Err(format!("SendClock {send_clock_ms} ms: must be 1, 2 or 4"));
-        }
-
-        // Identification (I&M0).
-        let ident = child(root, "Identification");
-        let it = |name: &str, default: &str| {
-            ident
-                .and_then(|n| child_text(n, name))
-                .unwrap_or_else(|| default.to_string())
-        };
-        let sw = it("SoftwareRevision", "V1.0.0");
-        let software_revision = parse_sw_revision(&sw).ok_or_else(|| {
-            format!("Identification/SoftwareRevision '{sw}': expected e.g. V1.0.0")
-        })?;
-        let hw = it("HardwareRevision", "1");
-        let hardware_revision = parse_num(&hw)
-            .and_then(|x| u16::try_from(x).ok())
-            .ok_or_else(|| format!("Identification/HardwareRevision '{hw}' is not a number"))?;
-        let order_id = it("OrderId", "");
-        let serial_number = it("SerialNumber", "");
-        if order_id.len() > 20 || serial_number.len() > 16 {
-            return Err("Identification: OrderId max 20, SerialNumber max 16 characters".into());
-        }
-        let product_name = it("ProductName", &device_name);
-        let im_supported_text = it("ImSupported", "0x001E");
-        let im_supported = parse_num(&im_supported_text)
-            .and_then(|x| u16::try_from(x).ok())
-            .ok_or_else(|| format!("Identification/ImSupported '{im_supported_text}'"))?;
-        let im0 = Im0Config {
-            order_id,
-            serial_number,
-            hardware_revision,
-            software_revision,
-            revision_counter: 0,
-            profile_id: 0,
-            profile_specific_type: 0,
-            im_supported,
-            product_name,
-        };
-
-        // Slot layout.
-        let layout = child(root, "SlotLayout").ok_or("missing SlotLayout")?;
-        let mut modules: Vec<ModuleConfig> = Vec::new();
-        let (mut in_sum, mut out_sum) = (0usize, 0usize);
-        for m in layout.children().filter(|c| c.is_element()) {
-            if m.tag_name().name() != "Module" {
-                return Err(format!(
-                    "SlotLayout: unexpected element <{}>",
-                    m.tag_name().name()
-                ));
-            }
-            let slot: u16 = num_item(m, "Slot", "Module", None)?;
-            if slot > 0x7FFF {
-                return Err(format!("Module Slot {slot} out of range 0..0x7FFF"));
-            }
-            let what = format!("Module Slot={slot}");
-            if modules.iter().any(|x| x.slot == slot) {
-                return Err(format!("{what}: duplicate slot"));
-            }
-            let ident: u32 = num_item(m, "ModuleIdentNumber", &what, None)?;
-            let mut subs: Vec<SubmoduleConfig> = Vec::new();
-            for s in m
-                .children()
-                .filter(|c| c.is_element() && c.tag_name().name() == "Submodule")
-            {
-                let subslot: u16 = num_item(s, "Subslot", &what, None)?;
-                let swhat = format!("{what} Submodule Subslot={subslot:#x}");
-                if subs.iter().any(|x| x.subslot == subslot) {
-                    return Err(format!("{swhat}: duplicate subslot"));
-                }
-                let sident: u32 = num_item(s, "SubmoduleIdentNumber", &swhat, None)?;
-                let il: u16 = num_item(s, "InputLength", &swhat, Some(0))?;
-                let ol: u16 = num_item(s, "OutputLength", &swhat, Some(0))?;
-                if il > 1440 || ol > 1440 {
-                    return Err(format!("{swhat}: length above 1440"));
-                }
-                in_sum += il as usize;
-                out_sum += ol as usize;
-                subs.push(SubmoduleConfig {
-                    subslot,
-                    ident: sident,
-                    input_length: il,
-                    output_length: ol,
-                });
-            }
-            if subs.is_empty() {
-                return Err(format!("{what}: no Submodule"));
-            }
-            modules.push(ModuleConfig {
-                slot,
-                ident,
-                submodules: subs,
-            });
-        }
-        let dap = modules
-            .iter()
-            .find(|m| m.slot == 0)
-            .ok_or("SlotLayout: no DAP (Module Slot=0)")?;
-        for need in [0x8000u16, 0x8001] {
-            if !dap.submodules.iter().any(|s| s.subslot == need) {
-                return Err(format!(
-                    "SlotLayout: DAP (slot 0) lacks the {} submodule (Subslot={need:#x})",
-                    if need == 0x8000 { "interface" } else { "port" }
-                ));
-            }
-        }
-        modules.sort_by_key(|m| m.slot);
-        Ok(RuntimeConfig {
-            source: source.to_string(),
-            station_name,
-            device_name,
-            vendor_id,
-            device_id,
-            interface_name,
-            ip,
-            mask,
-            gateway,
-            send_clock_ms,
-            modules,
-            im0,
-            input_len: clamp_area_len(in_sum),
-            output_len: clamp_area_len(out_sum),
-        })
-    }
-}
-
 /// NIC resolution of spec 1.7: `VENDOR_PNET_NIC` -> XML `Network/InterfaceName` -> settings.
 pub fn resolve_nic(env: Option<&str>, cfg: &RuntimeConfig, settings: &Settings) -> String {
     if let Some(e) = env.map(str::trim).filter(|e| !e.is_empty()) {
@@ -593,12 +280,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn embedded_defaults_parse() {
+    fn embedded_default_settings_parse() {
         let s = Settings::embedded();
         assert!(s.api_key.is_none());
         assert!(!s.trusted_keys.is_empty());
-        let c = RuntimeConfig::load(None).unwrap();
-        assert!(c.modules.iter().any(|m| m.slot == 0));
     }
 
     #[test]
@@ -625,83 +310,5 @@ mod tests {
         assert_eq!(resolve_nic(Some(" "), &c, &s), "xmlnic");
         c.interface_name.clear();
         assert_eq!(resolve_nic(None, &c, &s), s.default_nic);
-    }
-
-    fn xml(layout: &str) -> String {
-        format!(
-            "<PnDeviceConfiguration><StationName>dev-1</StationName><VendorID>0x0493</VendorID>\
-             <DeviceID>1</DeviceID><SlotLayout>{layout}</SlotLayout></PnDeviceConfiguration>"
-        )
-    }
-    const DAP: &str = r#"<Module Slot="0" ModuleIdentNumber="1"><Submodule Subslot="1" SubmoduleIdentNumber="1"/><Submodule Subslot="0x8000" SubmoduleIdentNumber="2"/><Submodule Subslot="0x8001" SubmoduleIdentNumber="3"/></Module>"#;
-
-    #[test]
-    fn sizes_summed_and_clamped() {
-        let l = format!(
-            r#"{DAP}<Module Slot="1" ModuleIdentNumber="0x30"><Submodule Subslot="1" SubmoduleIdentNumber="1" InputLength="1000" OutputLength="0"/><Submodule Subslot="2" SubmoduleIdentNumber="1"><InputLength>1000</InputLength><OutputLength>3</OutputLength></Submodule></Module>"#
-        );
-        let c = RuntimeConfig::parse(&xml(&l), "t").unwrap();
-        assert_eq!(c.input_len, 1440);
-        assert_eq!(c.output_len, 3);
-        let c = RuntimeConfig::parse(&xml(DAP), "t").unwrap();
-        assert_eq!((c.input_len, c.output_len), (1, 1));
-    }
-
-    #[test]
-    fn bad_configs_are_reported() {
-        assert!(RuntimeConfig::parse("<a", "t")
-            .unwrap_err()
-            .contains("XML error"));
-        assert!(RuntimeConfig::parse(&xml(""), "t")
-            .unwrap_err()
-            .contains("DAP"));
-        let nodap_port = r#"<Module Slot="0" ModuleIdentNumber="1"><Submodule Subslot="0x8000" SubmoduleIdentNumber="2"/></Module>"#;
-        assert!(RuntimeConfig::parse(&xml(nodap_port), "t")
-            .unwrap_err()
-            .contains("port"));
-        let dup = format!("{DAP}{DAP}");
-        assert!(RuntimeConfig::parse(&xml(&dup), "t")
-            .unwrap_err()
-            .contains("duplicate"));
-        let badlen = format!(
-            r#"{DAP}<Module Slot="1" ModuleIdentNumber="1"><Submodule Subslot="1" SubmoduleIdentNumber="1" InputLength="x"/></Module>"#
-        );
-        assert!(RuntimeConfig::parse(&xml(&badlen), "t")
-            .unwrap_err()
-            .contains("InputLength"));
-    }
-
-    #[test]
-    fn shipped_examples_parse() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/examples");
-        let mut n = 0;
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.extension().is_some_and(|x| x == "xml") {
-                RuntimeConfig::load(Some(&p)).unwrap();
-                n += 1;
-            }
-        }
-        assert!(n >= 2);
-    }
-
-    #[test]
-    fn shipped_configurations_use_the_placeholder_vendor_id() {
-        // Nobody's PI vendor ID ships by default (0x0493 is RT-Labs'): the embedded default
-        // and every example carry the placeholder the daemon warns about.
-        let c = RuntimeConfig::load(None).unwrap();
-        assert_eq!(c.vendor_id, PLACEHOLDER_VENDOR_ID);
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/config/examples");
-        let mut n = 0;
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.extension().map_or(true, |x| x != "xml") {
-                continue;
-            }
-            let c = RuntimeConfig::load(Some(&p)).unwrap();
-            assert_eq!(c.vendor_id, PLACEHOLDER_VENDOR_ID, "{}", p.display());
-            n += 1;
-        }
-        assert!(n >= 2, "examples found: {n}");
     }
 }

@@ -67,48 +67,9 @@ pub const ETHERTYPE_PROFINET: u16 = 0x8892;
 // Configuration handed to the stack
 // ------------------------------------------------------------------------------------------
 
-/// One submodule of the device layout (from the runtime configuration XML).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SubmoduleConfig {
-    /// Subslot number (e.g. 1; DAP: 1, 0x8000 interface, 0x8001.. ports).
-    pub subslot: u16,
-    /// SubmoduleIdentNumber from the GSDML.
-    pub ident: u32,
-    /// Bytes the controller sends to the device for this submodule (I area of the API).
-    pub input_length: u16,
-    /// Bytes the device sends to the controller for this submodule (Q area of the API).
-    pub output_length: u16,
-}
-
-/// One module (slot) of the device layout.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ModuleConfig {
-    /// Slot number (0 = DAP).
-    pub slot: u16,
-    /// ModuleIdentNumber from the GSDML.
-    pub ident: u32,
-    pub submodules: Vec<SubmoduleConfig>,
-}
-
-/// I&M0 data (read-only identification) for the stack's I&M0 record and DCP DeviceVendor.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Im0Config {
-    pub order_id: String,
-    pub serial_number: String,
-    pub hardware_revision: u16,
-    /// Software revision as (prefix char, functional enhancement, bug fix, internal change),
-    /// e.g. ('V', 1, 0, 0); printed "V1.0.0".
-    pub software_revision: (char, u8, u8, u8),
-    pub revision_counter: u16,
-    pub profile_id: u16,
-    pub profile_specific_type: u16,
-    /// I&M supported bit field (bit 1 = I&M1, ... bit 4 = I&M4), as in the I&M0 record.
-    pub im_supported: u16,
-    pub product_name: String,
-}
+// The layout types are the runtime configuration's (`pn-device-formats`), re-exported so the
+// stack's paths stay `crate::dataplane`.
+pub use pn_device_formats::config::{Im0Config, ModuleConfig, SubmoduleConfig};
 
 /// Remanent I&M1-4 content (written by the controller over record writes, persisted by the
 /// runtime). Strings are kept exactly as written (space padded as on the wire, trimmed for
@@ -668,17 +629,9 @@ pub struct LinkState {
     pub operstate: String,
 }
 
-/// True when `nic` is a syntactically valid Linux interface name (1..15 bytes, no '/', no
-/// whitespace, not "." or ".."). Checked before any sysfs path is built from it.
-pub fn valid_nic_name(nic: &str) -> bool {
-    !nic.is_empty()
-        && nic.len() < libc::IFNAMSIZ
-        && nic != "."
-        && nic != ".."
-        && nic
-            .bytes()
-            .all(|b| b.is_ascii_graphic() && b != b'/' && b != b':')
-}
+/// The interface-name rule belongs to the configuration format (`Network/InterfaceName`) and
+/// the licence's MAC binding as much as to the sockets: one rule, in `pn-device-formats`.
+pub use pn_device_formats::config::valid_nic_name;
 
 /// Read the link state of `nic` from sysfs (never fails; a missing NIC is `present=false`).
 pub fn read_link_state(nic: &str) -> LinkState {

@@ -45,21 +45,15 @@
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
-/// Largest process-image area in bytes (spec 2.11 / section 8: clamp to 1..1440).
-pub const MAX_AREA_LEN: usize = 1440;
-/// Smallest process-image area in bytes.
-pub const MIN_AREA_LEN: usize = 1;
+// The area sizes are part of the runtime configuration format (spec 2.11: the summed layout
+// lengths clamp to 1..1440), which lives in `pn-device-formats`.
+pub use pn_device_formats::config::{clamp_area_len, MAX_AREA_LEN, MIN_AREA_LEN};
 /// IOPS / IOCS value meaning GOOD (spec 2.2).
 pub const IOXS_GOOD: u8 = 0x80;
 /// IOPS / IOCS value meaning BAD (by the IO device / controller, no further detail).
 pub const IOXS_BAD: u8 = 0x00;
 /// How many times [`ProcessImage::cyclic_read_output`] tries to get a consistent copy.
 pub const CYCLIC_READ_ATTEMPTS: u32 = 4;
-
-/// Clamp a summed layout length to the legal area size (spec 2.11: 1..1440).
-pub fn clamp_area_len(len: usize) -> usize {
-    len.clamp(MIN_AREA_LEN, MAX_AREA_LEN)
-}
 
 /// A seqlock-protected byte area.
 struct SeqArea {

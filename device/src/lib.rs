@@ -6,7 +6,8 @@
 //! * [`image`]: the process image shared with the stack's cyclic thread.
 //! * [`runtime`]: state machine of spec section 3, licence gate, alarms, persistence.
 //! * [`api`]: the HTTP API (hyper 1).
-//! * [`config`]: settings JSON and runtime configuration XML.
+//! * [`config`]: settings JSON; the runtime configuration XML re-exported from
+//!   `pn-device-formats` (with [`licence`], the formats the tools and the lab share).
 //! * [`licence`], [`persist`], [`alarms`], [`util`].
 //! * [`sim`]: TEST DOUBLE data plane, only with `Dev:SimulatedDataPlane`.
 //! * [`fault`]: TEST ONLY fault-injection points, only with `Dev:Fault*` settings.
@@ -21,7 +22,9 @@ pub mod dataplane;
 pub mod fault;
 pub mod gsdml;
 pub mod image;
-pub mod licence;
+/// The licence format (issue, verify) lives in `pn-device-formats`, where the `pn-licence`
+/// tool and the test lab use it without linking the daemon.
+pub use pn_device_formats::licence;
 pub mod persist;
 pub mod run_state;
 pub mod runtime;

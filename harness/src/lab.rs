@@ -145,7 +145,7 @@ fn now_unix() -> i64 {
 
 /// Write a licence file for `choice` (nothing for `Missing`).
 pub fn write_licence(path: &Path, choice: &Licence) -> Result<(), String> {
-    use pn_device::licence::{issue, parse_private_key, Binding, Payload, PRODUCT};
+    use pn_device_formats::licence::{issue, parse_private_key, Binding, Payload, PRODUCT};
     let (key, lifetime) = match choice {
         Licence::Missing => return Ok(()),
         Licence::Valid => (parse_private_key(&dev_key_hex())?, 86_400 * 365),
@@ -273,7 +273,7 @@ impl Lab {
     /// The runtime configuration the device was given (the embedded default when none).
     pub fn config_text(&self) -> String {
         std::fs::read_to_string(self.config_path())
-            .unwrap_or_else(|_| pn_device::config::DEFAULT_CONFIG_XML.to_string())
+            .unwrap_or_else(|_| pn_device_formats::config::DEFAULT_CONFIG_XML.to_string())
     }
 
     fn write_settings(&self) -> Result<(), String> {

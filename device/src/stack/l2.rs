@@ -132,7 +132,8 @@ pub struct L2Status {
 }
 
 /// Rate limits of the L2 frame classes (frames per second, burst). The reasoning is in
-/// docs/decisions.md "Floods".
+/// docs/decisions.md "Floods"; `harness/tests/reliability_floods.rs` judges the running daemon
+/// against those documented figures, so a change here changes the document and that test.
 pub const DCP_MULTICAST_LIMIT: (u64, u64) = (50, 50);
 pub const DCP_UNICAST_LIMIT: (u64, u64) = (200, 50);
 pub const LLDP_LIMIT: (u64, u64) = (20, 20);

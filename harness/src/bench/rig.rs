@@ -407,11 +407,16 @@ mod tests {
     #[test]
     fn bench_configuration_loads_in_the_daemon() {
         let ip = std::net::Ipv4Addr::new(192, 168, 78, 2);
-        let c =
-            pn_device::config::RuntimeConfig::parse(&config_xml("pn-bench", ip, "pnb0"), "bench")
-                .expect("bench configuration");
+        let c = pn_device_formats::config::RuntimeConfig::parse(
+            &config_xml("pn-bench", ip, "pnb0"),
+            "bench",
+        )
+        .expect("bench configuration");
         assert_eq!(c.station_name, "pn-bench");
-        assert_eq!(c.vendor_id, pn_device::config::PLACEHOLDER_VENDOR_ID);
+        assert_eq!(
+            c.vendor_id,
+            pn_device_formats::config::PLACEHOLDER_VENDOR_ID
+        );
         assert_eq!((c.interface_name.as_str(), c.ip), ("pnb0", ip));
         assert_eq!(c.send_clock_ms, 1);
         assert_eq!((c.input_len, c.output_len), (8, 8));

@@ -11,7 +11,7 @@
 //!   `CARGO_BIN_EXE_pn-device` instead);
 //! * licences are issued by the shipped `pn-licence` tool (built with the daemon, next to it)
 //!   with the committed development key ([`DevLicence::write`]), so the certificate format has
-//!   one implementation, `pn_device::licence`.
+//!   one implementation, `pn_device_formats::licence`.
 //!
 //! Every daemon binds the fixed `127.0.0.1:18840` ([`API_PORT`]), hence one namespace each.
 

@@ -2,6 +2,9 @@
 //!
 //! `Field` is a byte range, `Rest` an open range from an offset to the end of the buffer. The
 //! `read_*`/`write_*` helpers never panic: reads out of bounds return [`Error::Truncated`].
+//! The `get_*` helpers are for the getters of a view, which exist only once its `check_len`
+//! passed: the fixed fields are then in the buffer, so they index like a slice does (a short
+//! buffer there is a bug in the view's length check, and panics rather than reading 0).
 
 use super::{Error, Result};
 
@@ -32,6 +35,32 @@ pub fn read_u32(buf: &[u8], at: usize) -> Result<u32> {
         .get(at..at.checked_add(4).ok_or(Error::Truncated)?)
         .ok_or(Error::Truncated)?;
     Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// A byte of a length-checked buffer (see the module documentation).
+#[inline]
+pub fn get_u8(buf: &[u8], at: usize) -> u8 {
+    buf[at]
+}
+
+/// A big-endian u16 of a length-checked buffer (see the module documentation).
+#[inline]
+pub fn get_u16(buf: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes(get_array(buf, at))
+}
+
+/// A big-endian u32 of a length-checked buffer (see the module documentation).
+#[inline]
+pub fn get_u32(buf: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes(get_array(buf, at))
+}
+
+/// `N` bytes at `at` of a length-checked buffer (see the module documentation).
+#[inline]
+pub fn get_array<const N: usize>(buf: &[u8], at: usize) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(&buf[at..at + N]);
+    a
 }
 
 #[inline]

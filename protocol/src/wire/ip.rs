@@ -83,7 +83,9 @@ pub struct Ipv4Packet<T: AsRef<[u8]>> {
 }
 
 impl<T: AsRef<[u8]>> Ipv4Packet<T> {
-    pub fn new_unchecked(buffer: T) -> Self {
+    /// Crate-internal: for a buffer whose length is already established (an emit into a
+    /// buffer sized for it, or after an explicit check); the getters index the buffer.
+    pub(crate) fn new_unchecked(buffer: T) -> Self {
         Ipv4Packet { buffer }
     }
 
@@ -126,41 +128,39 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     }
 
     pub fn version(&self) -> u8 {
-        self.b().get(field_ipv4::VER_IHL).map_or(0, |v| v >> 4)
+        field::get_u8(self.b(), field_ipv4::VER_IHL) >> 4
     }
     /// Header length in bytes (IHL * 4).
     pub fn header_len(&self) -> usize {
-        self.b()
-            .get(field_ipv4::VER_IHL)
-            .map_or(0, |v| usize::from(v & 0x0f) * 4)
+        usize::from(field::get_u8(self.b(), field_ipv4::VER_IHL) & 0x0f) * 4
     }
     pub fn tos(&self) -> u8 {
-        field::read_u8(self.b(), field_ipv4::TOS).unwrap_or(0)
+        field::get_u8(self.b(), field_ipv4::TOS)
     }
     pub fn total_len(&self) -> u16 {
-        field::read_u16(self.b(), field_ipv4::LENGTH.start).unwrap_or(0)
+        field::get_u16(self.b(), field_ipv4::LENGTH.start)
     }
     pub fn ident(&self) -> u16 {
-        field::read_u16(self.b(), field_ipv4::IDENT.start).unwrap_or(0)
+        field::get_u16(self.b(), field_ipv4::IDENT.start)
     }
     pub fn dont_frag(&self) -> bool {
-        field::read_u16(self.b(), field_ipv4::FLG_OFF.start).unwrap_or(0) & 0x4000 != 0
+        field::get_u16(self.b(), field_ipv4::FLG_OFF.start) & 0x4000 != 0
     }
     pub fn more_frags(&self) -> bool {
-        field::read_u16(self.b(), field_ipv4::FLG_OFF.start).unwrap_or(0) & 0x2000 != 0
+        field::get_u16(self.b(), field_ipv4::FLG_OFF.start) & 0x2000 != 0
     }
     /// Fragment offset in bytes.
     pub fn frag_offset(&self) -> u16 {
-        (field::read_u16(self.b(), field_ipv4::FLG_OFF.start).unwrap_or(0) & 0x1fff) << 3
+        (field::get_u16(self.b(), field_ipv4::FLG_OFF.start) & 0x1fff) << 3
     }
     pub fn ttl(&self) -> u8 {
-        field::read_u8(self.b(), field_ipv4::TTL).unwrap_or(0)
+        field::get_u8(self.b(), field_ipv4::TTL)
     }
     pub fn protocol(&self) -> u8 {
-        field::read_u8(self.b(), field_ipv4::PROTOCOL).unwrap_or(0)
+        field::get_u8(self.b(), field_ipv4::PROTOCOL)
     }
     pub fn checksum(&self) -> u16 {
-        field::read_u16(self.b(), field_ipv4::CHECKSUM.start).unwrap_or(0)
+        field::get_u16(self.b(), field_ipv4::CHECKSUM.start)
     }
     pub fn src_addr(&self) -> Ipv4Addr {
         addr(self.b(), field_ipv4::SRC_ADDR)
@@ -316,7 +316,9 @@ pub struct UdpPacket<T: AsRef<[u8]>> {
 }
 
 impl<T: AsRef<[u8]>> UdpPacket<T> {
-    pub fn new_unchecked(buffer: T) -> Self {
+    /// Crate-internal: for a buffer whose length is already established (an emit into a
+    /// buffer sized for it, or after an explicit check); the getters index the buffer.
+    pub(crate) fn new_unchecked(buffer: T) -> Self {
         UdpPacket { buffer }
     }
     pub fn new_checked(buffer: T) -> Result<Self> {
@@ -343,18 +345,18 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
         self.buffer
     }
     pub fn src_port(&self) -> u16 {
-        field::read_u16(self.buffer.as_ref(), field_udp::SRC_PORT.start).unwrap_or(0)
+        field::get_u16(self.buffer.as_ref(), field_udp::SRC_PORT.start)
     }
     pub fn dst_port(&self) -> u16 {
-        field::read_u16(self.buffer.as_ref(), field_udp::DST_PORT.start).unwrap_or(0)
+        field::get_u16(self.buffer.as_ref(), field_udp::DST_PORT.start)
     }
     /// The `Length` field (header + payload).
     #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> u16 {
-        field::read_u16(self.buffer.as_ref(), field_udp::LENGTH.start).unwrap_or(0)
+        field::get_u16(self.buffer.as_ref(), field_udp::LENGTH.start)
     }
     pub fn checksum(&self) -> u16 {
-        field::read_u16(self.buffer.as_ref(), field_udp::CHECKSUM.start).unwrap_or(0)
+        field::get_u16(self.buffer.as_ref(), field_udp::CHECKSUM.start)
     }
     /// Payload (header end to `Length`).
     pub fn payload(&self) -> &[u8] {

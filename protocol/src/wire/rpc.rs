@@ -177,12 +177,17 @@ impl Uuid {
         let s = field::slice(b, 0..16)?;
         let mut out = [0u8; 16];
         out.copy_from_slice(s);
+        Ok(Uuid::from_array(out, endian))
+    }
+
+    /// [`Uuid::from_wire`] of bytes already known to be 16.
+    pub fn from_array(mut out: [u8; 16], endian: Endian) -> Uuid {
         if endian == Endian::Little {
             out[0..4].reverse();
             out[4..6].reverse();
             out[6..8].reverse();
         }
-        Ok(Uuid(out))
+        Uuid(out)
     }
 
     /// Encode for the wire in `endian` (see [`Uuid::from_wire`]).
@@ -396,7 +401,9 @@ pub struct Header<T: AsRef<[u8]>> {
 }
 
 impl<T: AsRef<[u8]>> Header<T> {
-    pub fn new_unchecked(buffer: T) -> Self {
+    /// Crate-internal: for a buffer whose length is already established (an emit into a
+    /// buffer sized for it, or after an explicit check); the getters index the buffer.
+    pub(crate) fn new_unchecked(buffer: T) -> Self {
         Header { buffer }
     }
     pub fn new_checked(buffer: T) -> Result<Self> {
@@ -425,18 +432,16 @@ impl<T: AsRef<[u8]>> Header<T> {
         self.buffer.as_ref()
     }
     fn u8_at(&self, at: usize) -> u8 {
-        field::read_u8(self.b(), at).unwrap_or(0)
+        field::get_u8(self.b(), at)
     }
     fn u16_at(&self, at: usize) -> u16 {
-        self.endian().read_u16(self.b(), at).unwrap_or(0)
+        self.endian().u16(field::get_array(self.b(), at))
     }
     fn u32_at(&self, at: usize) -> u32 {
-        self.endian().read_u32(self.b(), at).unwrap_or(0)
+        self.endian().u32(field::get_array(self.b(), at))
     }
     fn uuid_at(&self, f: Field) -> Uuid {
-        field::slice(self.b(), f)
-            .and_then(|s| Uuid::from_wire(s, self.endian()))
-            .unwrap_or(Uuid::NIL)
+        Uuid::from_array(field::get_array(self.b(), f.start), self.endian())
     }
     pub fn version(&self) -> u8 {
         self.u8_at(fields::RPC_VERS)

@@ -309,7 +309,8 @@ pub struct CyclicFrame<T: AsRef<[u8]>> {
 
 impl<T: AsRef<[u8]>> CyclicFrame<T> {
     /// View `buffer` (starting at the FrameID) assuming the APDU status ends the buffer.
-    pub fn new_unchecked(buffer: T) -> CyclicFrame<T> {
+    /// Crate-internal: the caller has established the buffer's length (the getters index it).
+    pub(crate) fn new_unchecked(buffer: T) -> CyclicFrame<T> {
         let status_at = buffer.as_ref().len().saturating_sub(APDU_STATUS_LEN);
         CyclicFrame { buffer, status_at }
     }
@@ -345,7 +346,7 @@ impl<T: AsRef<[u8]>> CyclicFrame<T> {
         self.buffer
     }
     pub fn frame_id(&self) -> FrameId {
-        FrameId(field::read_u16(self.buffer.as_ref(), 0).unwrap_or(0))
+        FrameId(field::get_u16(self.buffer.as_ref(), 0))
     }
     /// IO data with IOPS/IOCS bytes (and any C_SDU padding).
     pub fn c_sdu(&self) -> &[u8] {

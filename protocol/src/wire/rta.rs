@@ -202,7 +202,9 @@ pub struct RtaPdu<T: AsRef<[u8]>> {
 }
 
 impl<T: AsRef<[u8]>> RtaPdu<T> {
-    pub const fn new_unchecked(buffer: T) -> Self {
+    /// Crate-internal: for a buffer whose length is already established (an emit into a
+    /// buffer sized for it, or after an explicit check); the getters index the buffer.
+    pub(crate) const fn new_unchecked(buffer: T) -> Self {
         RtaPdu { buffer }
     }
     /// Check that the fixed header and `VarPartLen` bytes are present.
@@ -223,10 +225,10 @@ impl<T: AsRef<[u8]>> RtaPdu<T> {
         self.buffer
     }
     fn u16_at(&self, at: usize) -> u16 {
-        field::read_u16(self.buffer.as_ref(), at).unwrap_or(0)
+        field::get_u16(self.buffer.as_ref(), at)
     }
     fn u8_at(&self, at: usize) -> u8 {
-        field::read_u8(self.buffer.as_ref(), at).unwrap_or(0)
+        field::get_u8(self.buffer.as_ref(), at)
     }
     pub fn dst_endpoint(&self) -> u16 {
         self.u16_at(field_off::DST)

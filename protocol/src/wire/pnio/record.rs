@@ -198,7 +198,9 @@ pub struct RecordHeader<T: AsRef<[u8]>> {
 }
 
 impl<T: AsRef<[u8]>> RecordHeader<T> {
-    pub const fn new_unchecked(buffer: T) -> Self {
+    /// Crate-internal: for a buffer whose length is already established (an emit into a
+    /// buffer sized for it, or after an explicit check); the getters index the buffer.
+    pub(crate) const fn new_unchecked(buffer: T) -> Self {
         RecordHeader { buffer }
     }
 
@@ -233,17 +235,13 @@ impl<T: AsRef<[u8]>> RecordHeader<T> {
         self.buffer.as_ref()
     }
     fn u16_at(&self, at: usize) -> u16 {
-        field::read_u16(self.b(), at).unwrap_or(0)
+        field::get_u16(self.b(), at)
     }
     fn u32_at(&self, at: usize) -> u32 {
-        field::read_u32(self.b(), at).unwrap_or(0)
+        field::get_u32(self.b(), at)
     }
     fn uuid_at(&self, f: core::ops::Range<usize>) -> Uuid {
-        let mut u = NIL_UUID;
-        if let Ok(s) = field::slice(self.b(), f) {
-            u.copy_from_slice(s);
-        }
-        u
+        field::get_array(self.b(), f.start)
     }
 
     pub fn block_type(&self) -> u16 {

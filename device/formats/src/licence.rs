@@ -67,7 +67,7 @@ impl Identity {
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty());
         let mac = nic
-            .filter(|n| crate::dataplane::valid_nic_name(n))
+            .filter(|n| crate::config::valid_nic_name(n))
             .and_then(|n| {
                 std::fs::read_to_string(format!("/sys/class/net/{n}/address"))
                     .ok()
@@ -208,8 +208,18 @@ pub fn verify(
     Ok(p)
 }
 
+/// RFC 3339 UTC with milliseconds, the daemon's time format (docs/decisions.md).
 fn fmt_unix(t: i64) -> String {
-    crate::util::rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_secs(t.max(0) as u64))
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(t.max(0) as u64);
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// Seconds since the Unix epoch.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
 }
 
 /// Read and verify the certificate at `path`.
@@ -220,7 +230,7 @@ pub fn check_file(
 ) -> Result<Payload, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("licence certificate {}: {e}", path.display()))?;
-    verify(&text, trusted, crate::util::unix_now(), identity)
+    verify(&text, trusted, unix_now(), identity)
         .map_err(|e| format!("licence certificate {}: {e}", path.display()))
 }
 
