@@ -16,12 +16,15 @@ use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
 use std::time::Duration;
 
+use pn_protocol::machine::alarm_cr::{AlarmCr, AlarmOutcome};
 use pn_protocol::machine::cmdev::connect::ConnectLimits;
 use pn_protocol::machine::cmdev::{
     ArPhase, Cmdev, CmdevApp, CmdevConfig, CmdevEvent, EndCause, IoArPlan,
 };
+use pn_protocol::machine::data_hold;
 use pn_protocol::time::Instant;
 use pn_protocol::wire::pnio::cm::ConnectRequest;
+use pn_protocol::wire::pnio::diagnosis::Specifier;
 use pn_protocol::wire::pnio::record::RecordAddress;
 use pn_protocol::wire::pnio::PnioStatus;
 use pn_protocol::wire::rta::abort_reason;
@@ -32,7 +35,6 @@ use crate::dataplane::{
 };
 use crate::image::{ProcessImage, IOXS_BAD, IOXS_GOOD};
 
-use super::alarms::{AlarmCr, AlarmOutcome};
 use super::ar::{self, ConnectPlan, SlotEntry};
 use super::cyclic::CyclicShared;
 use super::records::Records;
@@ -482,7 +484,14 @@ impl Cm {
             .io_ar()
             .is_some_and(|a| a.phase == ArPhase::Data);
         if let Some(alarm) = self.alarm.as_mut().filter(|_| in_data) {
-            if let Err(e) = alarm.send_diagnosis(d, appears, still, idents, now) {
+            let spec = if appears {
+                Specifier::Appears
+            } else {
+                Specifier::Disappears
+            };
+            let item = super::records::channel_item(d, spec);
+            let sent = alarm.send_diagnosis(d.slot, d.subslot, idents, appears, still, item, now);
+            if let Err(e) = sent {
                 tracing::warn!("diagnosis alarm not sent: {e}");
             }
         }
@@ -506,11 +515,7 @@ impl Cm {
                 source: "watchdog".into(),
                 message: msg.clone(),
             });
-            self.end_io_ar(
-                &msg,
-                Some(abort_reason::AR_CONSUMER_DHT_EXPIRED),
-                EndCause::Fault,
-            );
+            self.end_io_ar(&msg, Some(data_hold::ABORT_REASON), EndCause::Fault);
         }
         // The consumer's first valid frame (CPM FRUN -> RUN) hands supervision to the
         // data-hold watchdog.

@@ -33,7 +33,6 @@
 //!   stack independent of the daemon's async runtime.
 //! * `pn-link-<nic>`: the link monitor (stack-l2).
 
-pub mod alarms;
 pub mod ar;
 pub mod cm;
 pub mod cyclic;

@@ -17,6 +17,11 @@
 //! [`DataHold`].
 
 use crate::time::{Duration, Instant};
+use crate::wire::rta::abort_reason;
+
+/// The ERR-RTA reason an AR ends with when its data-hold timer expired (also when the first
+/// frame never came): AR_CONSUMER_DHT_EXPIRED.
+pub const ABORT_REASON: u8 = abort_reason::AR_CONSUMER_DHT_EXPIRED;
 
 /// How much longer than the data-hold time a wall-clock silence may last while the
 /// supervising thread itself did not run, before it trips anyway.

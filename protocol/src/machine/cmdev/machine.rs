@@ -235,7 +235,7 @@ impl<P> Cmdev<P> {
                              ApplicationReady",
                             wait.as_nanos() / 1_000_000
                         ),
-                        abort_reason::AR_CONSUMER_DHT_EXPIRED,
+                        crate::machine::data_hold::ABORT_REASON,
                         true,
                     ));
                 }

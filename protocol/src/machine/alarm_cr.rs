@@ -1,24 +1,22 @@
-//! Alarms over the AlarmCR of an IO AR: two RTA channels (high and low priority) built on the
-//! sans-IO `pn_protocol::machine::rta::RtaMachine` (retransmission, sequence numbers, ERR-RTA),
-//! wrapped in Ethernet frames towards the controller (VLAN priority 6 high / 5 low, as the
-//! AlarmCR tag headers of the connect request normally ask).
+//! The device's AlarmCR of an IO AR (IEC 61158-6-10 ALPMI/ALPMR over APMS/APMR): two RTA
+//! channels (high and low priority) on the sans-IO [`RtaMachine`] (retransmission, sequence
+//! numbers, ERR-RTA), wrapped in Ethernet frames towards the controller (VLAN priority 6 high
+//! / 5 low, as the AlarmCR tag headers of the connect request normally ask). Sans-IO: the
+//! shell (the daemon's `pn-cm` thread, the farm) feeds RTA frames and `now`, sends the frames
+//! [`AlarmCr::poll`] returns and acts on the [`AlarmOutcome`]s.
 //!
 //! Diagnosis alarms (appear / disappear) go on the low-priority channel, as p-net sends
 //! them (`pf_alarm.c`, `pf_alarm_send_diagnosis`: low priority for diagnosis/process alarms
 //! unless the AlarmCR requests "priority" ... only process alarms use high).
 
-use pn_protocol::machine::rta::{RtaConfig, RtaEvent, RtaMachine};
-use pn_protocol::time::Instant;
-use pn_protocol::wire::ethernet::{ethertype, EthernetRepr, MacAddr, VlanTag};
-use pn_protocol::wire::pnio::alarm::{
+use crate::machine::rta::{RtaConfig, RtaEvent, RtaMachine};
+use crate::time::Instant;
+use crate::wire::ethernet::{ethertype, EthernetRepr, MacAddr, VlanTag};
+use crate::wire::pnio::alarm::{
     alarm_type, AlarmNotificationRepr, AlarmPdu, AlarmPriority, AlarmSpecifier,
 };
-use pn_protocol::wire::pnio::diagnosis::Specifier;
-use pn_protocol::wire::pnio::PnioStatus;
-
-use crate::dataplane::DiagnosisEntry;
-
-use super::records::channel_item;
+use crate::wire::pnio::diagnosis::UserStructure;
+use crate::wire::pnio::PnioStatus;
 
 /// What happened on the AlarmCR (for the connection manager).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,22 +93,23 @@ impl AlarmCr {
         s
     }
 
-    /// Queue a diagnosis alarm (appears / disappears) for `d`. `still_active`: other
-    /// diagnosis remains on the submodule after this one (SubmoduleDiagnosisState).
+    /// Queue a diagnosis alarm (appears / disappears) on `slot`/`subslot` whose submodule has
+    /// `idents` (module, submodule ident) and whose diagnosis is `item` (the channel
+    /// diagnosis with its Appears/Disappears specifier). `still_active`: other diagnosis
+    /// remains on the submodule after this one (SubmoduleDiagnosisState). Returns the
+    /// alarm's sequence number.
+    #[allow(clippy::too_many_arguments)]
     pub fn send_diagnosis(
         &mut self,
-        d: &DiagnosisEntry,
+        slot: u16,
+        subslot: u16,
+        idents: (u32, u32),
         appears: bool,
         still_active: bool,
-        idents: (u32, u32),
+        item: UserStructure,
         now: Instant,
     ) -> Result<u16, String> {
         let seq = self.next_seq();
-        let spec = if appears {
-            Specifier::Appears
-        } else {
-            Specifier::Disappears
-        };
         let n = AlarmNotificationRepr {
             priority: AlarmPriority::Low,
             alarm_type: if appears {
@@ -119,12 +118,12 @@ impl AlarmCr {
                 alarm_type::DIAGNOSIS_DISAPPEARS
             },
             api: 0,
-            slot: d.slot,
-            subslot: d.subslot,
+            slot,
+            subslot,
             module_ident: idents.0,
             submodule_ident: idents.1,
             specifier: AlarmSpecifier::new(seq, true, false, still_active, still_active),
-            item: Some(channel_item(d, spec)),
+            item: Some(item),
         };
         let bytes = AlarmPdu::Notification(n)
             .to_bytes()
@@ -145,7 +144,7 @@ impl AlarmCr {
         if pdu.get(2..4) != Some(&self.remote_ref.to_be_bytes()[..]) {
             return;
         }
-        let m = if frame_id == pn_protocol::wire::rta::FRAME_ID_ALARM_HIGH {
+        let m = if frame_id == crate::wire::rta::FRAME_ID_ALARM_HIGH {
             &mut self.high
         } else {
             &mut self.low
@@ -216,5 +215,123 @@ impl AlarmCr {
             frames.push(self.eth_low.build(&tx.rt_payload()));
         }
         frames
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::rta::{RtaPduType, RtaRepr, FRAME_ID_ALARM_LOW};
+
+    const DEV: [u8; 6] = [2, 0, 0, 0, 0, 2];
+    const CTL: [u8; 6] = [2, 0, 0, 0, 0, 1];
+
+    fn diag() -> UserStructure {
+        UserStructure::Other {
+            usi: 0x1234,
+            data: vec![1, 2],
+        }
+    }
+
+    /// The controller's side of the low channel.
+    fn controller() -> RtaMachine {
+        RtaMachine::new(RtaConfig::new(AlarmPriority::Low, 7, 1, 1, 3))
+    }
+
+    fn poll(cr: &mut AlarmCr, now: Instant) -> (Vec<Vec<u8>>, Vec<AlarmOutcome>) {
+        let (mut f, mut o) = (Vec::new(), Vec::new());
+        cr.poll(now, &mut f, &mut o);
+        (f, o)
+    }
+
+    /// The RT payload (after the FrameID) of a frame we sent on the low channel.
+    fn low_pdu(frame: &[u8]) -> Vec<u8> {
+        let (eth, payload) = EthernetRepr::parse_frame(frame).unwrap();
+        assert_eq!(eth.vlan, Some(VlanTag::RT_ALARM_LOW));
+        assert_eq!(eth.dst, MacAddr(CTL));
+        assert_eq!(
+            u16::from_be_bytes([payload[0], payload[1]]),
+            FRAME_ID_ALARM_LOW
+        );
+        payload[2..].to_vec()
+    }
+
+    #[test]
+    fn a_diagnosis_alarm_goes_out_on_the_low_channel_and_its_ack_is_reported() {
+        let now = Instant::ZERO;
+        let mut cr = AlarmCr::new(1, 7, 1, 3, DEV, CTL);
+        let seq = cr
+            .send_diagnosis(1, 1, (0x32, 0x132), true, true, diag(), now)
+            .unwrap();
+        let (frames, _) = poll(&mut cr, now);
+        assert_eq!(frames.len(), 1);
+        let mut ctl = controller();
+        assert!(ctl.handle(&low_pdu(&frames[0]), now));
+        let block = match ctl.poll_event() {
+            Some(RtaEvent::Received(b)) => b,
+            other => panic!("{other:?}"),
+        };
+        let n = match AlarmPdu::parse(&block).unwrap() {
+            AlarmPdu::Notification(n) => n,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            (n.alarm_type, n.slot, n.subslot),
+            (alarm_type::DIAGNOSIS, 1, 1)
+        );
+        assert_eq!(n.specifier.sequence_number(), seq);
+        // The controller acknowledges: the device reports which alarm it was.
+        ctl.send_alarm(
+            AlarmPdu::Ack(n.ack(PnioStatus::OK)).to_bytes().unwrap(),
+            now,
+        )
+        .unwrap();
+        let mut acked = Vec::new();
+        for _ in 0..4 {
+            while let Some(tx) = ctl.poll_transmit() {
+                cr.handle(FRAME_ID_ALARM_LOW, &tx.rt_payload()[2..], now);
+            }
+            let (frames, out) = poll(&mut cr, now);
+            acked.extend(out);
+            for f in frames {
+                ctl.handle(&low_pdu(&f), now);
+            }
+        }
+        assert!(
+            acked.contains(&AlarmOutcome::Acked {
+                slot: 1,
+                subslot: 1,
+                alarm_type: alarm_type::DIAGNOSIS,
+                sequence: seq,
+                ok: true
+            }),
+            "{acked:?}"
+        );
+    }
+
+    #[test]
+    fn pdus_of_another_alarm_endpoint_are_ignored() {
+        let now = Instant::ZERO;
+        let mut cr = AlarmCr::new(1, 7, 1, 3, DEV, CTL);
+        // An ERR-RTA of an earlier AR of the same controller (its reference was 6).
+        let mut old = RtaMachine::new(RtaConfig::new(AlarmPriority::Low, 6, 1, 1, 3));
+        old.abort(PnioStatus::new(0xCF, 0x81, 0xFD, 0x0D));
+        let tx = old.poll_transmit().unwrap();
+        cr.handle(FRAME_ID_ALARM_LOW, &tx.rt_payload()[2..], now);
+        let (_, out) = poll(&mut cr, now);
+        assert!(out.is_empty(), "{out:?}");
+    }
+
+    #[test]
+    fn abort_sends_one_err_rta_on_the_low_channel() {
+        let mut cr = AlarmCr::new(1, 7, 1, 3, DEV, CTL);
+        let st = PnioStatus::new(0xCF, 0x81, 0xFD, 0x05);
+        let frames = cr.abort(st);
+        assert_eq!(frames.len(), 1);
+        let pdu = low_pdu(&frames[0]);
+        let rta = RtaRepr::parse(&pdu).unwrap();
+        assert_eq!(rta.dst_endpoint, 7);
+        assert_eq!(rta.pdu_type, RtaPduType::Err);
+        assert_eq!(&rta.var_part[..4], &[0xCF, 0x81, 0xFD, 0x05]);
     }
 }
