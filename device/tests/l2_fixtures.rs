@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 
 use pn_device::dataplane::Im0Config;
 use pn_device::stack::dcp::{DcpEvent, DcpIdentity, DcpResponder};
-use pn_device::stack::lldp::LldpAgent;
+use pn_device::stack::lldp::{system_description, LldpAgent};
 use pn_protocol::time::{Duration, Instant};
 use pn_protocol::wire::dcp::{DcpRepr, DcpValue, ServiceId, ServiceType};
 use pn_protocol::wire::ethernet::MacAddr;
@@ -162,7 +162,7 @@ fn real_lldp_neighbours_give_station_port_and_alias() {
             OUR_MAC,
             "dev",
             Ipv4Addr::UNSPECIFIED,
-            &im0(),
+            system_description(&im0()),
             1,
             Instant::ZERO,
         );
@@ -198,7 +198,7 @@ fn every_fixture_frame_is_handled_without_panic_or_stray_answers() {
             OUR_MAC,
             "dev",
             Ipv4Addr::UNSPECIFIED,
-            &im0(),
+            system_description(&im0()),
             1,
             Instant::ZERO,
         );

@@ -173,7 +173,7 @@ fn lldp_frame_dissects_clean_with_all_profinet_tlvs() {
         DEV,
         "dev-1",
         Ipv4Addr::new(192, 168, 0, 10),
-        &im0(),
+        system_description(&im0()),
         2,
         Instant::ZERO,
     );

@@ -336,15 +336,7 @@ impl Worker {
             l.name = id.station_name.clone();
             l.ip = id.ip;
         }
-        let neighbour = self.lldp.neighbour(now).map(|mut n| {
-            let age = std::time::Duration::from_millis(n.age_ms);
-            n.last_seen_at = crate::util::rfc3339(
-                std::time::SystemTime::now()
-                    .checked_sub(age)
-                    .unwrap_or(std::time::UNIX_EPOCH),
-            );
-            n
-        });
+        let neighbour = self.lldp.neighbour(now).map(LldpNeighbour::from_agent);
         if let Ok(mut s) = self.status.lock() {
             s.station_name = id.station_name;
             s.ip = id.ip.to_string();
@@ -488,7 +480,7 @@ impl Worker {
                 }
                 Ok(Msg::Link(l)) => {
                     let now = mono_now(t0);
-                    self.lldp.set_link(&l, now);
+                    self.lldp.set_link(&lldp::port_state(&l), now);
                     self.link = l;
                     if !self.link.up {
                         self.dcp.set_aliases(Vec::new());
@@ -530,8 +522,9 @@ impl L2Services {
         let dcp = DcpResponder::new(id.clone(), now)
             .with_configured(&cn, ci, cm, cg)
             .with_durable(dcp::durable_through(events.clone()));
-        let mut lldp = LldpAgent::new(id.mac, &id.station_name, id.ip, &cfg.im0, cfg.ifindex, now);
-        lldp.set_link(&link, now);
+        let descr = lldp::system_description(&cfg.im0);
+        let mut lldp = LldpAgent::new(id.mac, &id.station_name, id.ip, descr, cfg.ifindex, now);
+        lldp.set_link(&lldp::port_state(&link), now);
         let status = Arc::new(Mutex::new(L2Status::default()));
         let sys = Arc::new(Mutex::new(SystemInfo {
             descr: lldp::system_description(&cfg.im0),
@@ -821,7 +814,7 @@ mod fuzz_tests {
             mac,
             "dev",
             Ipv4Addr::UNSPECIFIED,
-            &Im0Config::default(),
+            String::new(),
             1,
             Instant::ZERO,
         );

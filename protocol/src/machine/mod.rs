@@ -7,5 +7,6 @@ pub mod cyclic;
 pub mod data_hold;
 pub mod dcp_delay;
 pub mod dcp_responder;
+pub mod lldp;
 pub mod rpc_reassembly;
 pub mod rta;
