@@ -282,6 +282,71 @@ fn connect_and_run_and_records_against_pn_device() {
     assert!(blocks.iter().all(|b| b.block_type() == 0x0400));
 }
 
+/// A Connect outside the cycles the device's configuration accepts (and its GSDML offers) is
+/// refused on the wire with the PNIOStatus a standard device gives: DB 81 02 0B, faulty
+/// IOCRBlockReq, field 11 ReductionRatio (p-net `pf_cmdev_check_iocr_param` compares
+/// MinDeviceInterval with SendClockFactor × ReductionRatio there); the shortest accepted cycle
+/// connects. `MinUpdateTimeUs` 4000: 2 ms (1 ms × 2) is refused, 4 ms (1 ms × 4) runs.
+#[test]
+fn connect_below_the_min_update_time_is_refused_on_the_wire() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    let rig = Rig::start_xml("pclm", |nic| {
+        pn_testkit::daemon::DeviceXml::new(common::device::STATION)
+            .nic(Some(nic))
+            .ip(DEV_IP)
+            .min_update_time_us(Some(4000))
+            .to_xml()
+    });
+    let i = rig.veth.a.clone();
+    let xml = rig.xml.display().to_string();
+    let ip = DEV_IP.to_string();
+    let run = |rr: &str| {
+        cli(
+            &rig.ctl_ns,
+            &[
+                "-i",
+                i.as_str(),
+                "--json",
+                "connect-and-run",
+                "--config",
+                xml.as_str(),
+                "--ip",
+                ip.as_str(),
+                "--send-clock-ms",
+                "1",
+                "--reduction-ratio",
+                rr,
+                "--data-hold-factor",
+                "24",
+                "--duration",
+                "1",
+            ],
+        )
+    };
+    let o = run("2");
+    assert_eq!(o.status.code(), Some(1), "{}", rig.log());
+    let err = json_lines(&o)
+        .iter()
+        .find_map(|l| l["error"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    assert!(
+        err.contains("PNIOStatus DB 81 02 0B (faulty IOCRBlockReq: ReductionRatio)"),
+        "{err}\n{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_ne!(rig.status()["state"], "DataExchange");
+    let o = run("4");
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stderr),
+        rig.log()
+    );
+    assert_eq!(json_lines(&o).last().unwrap()["end"], "released");
+}
+
 /// The CLI as a tool an engineer stops with Ctrl-C: SIGINT and SIGTERM release the AR before
 /// exiting (the device sees a release, not a watchdog trip); a second AR command while
 /// connect-and-run holds the PNIO-CM port says why, DCP commands still work; a ModuleDiffBlock

@@ -116,6 +116,9 @@ pub struct StackConfig {
     pub device_id: u16,
     /// SendClockFactor-based cycle: the send clock in units of 31.25 us (32 = 1 ms).
     pub send_clock_factor: u16,
+    /// MinDeviceInterval (31.25 µs units): the shortest IO cycle a Connect may ask for
+    /// (configuration `MinUpdateTimeUs`; CMDEV refuses a shorter one).
+    pub min_device_interval: u32,
     /// Driver watchdog in milliseconds (0 = stack default, i.e. from the controller's
     /// DataHoldFactor).
     pub watchdog_ms: u32,

@@ -21,8 +21,11 @@
 //!   (reset communication parameters, DCP ResetToFactory mode 2), `PTP_BoundarySupported` and
 //!   `DCP_BoundarySupported="true"` (the device accepts PDPortDataAdjust/PDInterfaceAdjust).
 //! * Interface submodule: RT_CLASS_1 only, `SupportedProtocols="SNMP;LLDP"`,
-//!   `StartupMode="Legacy;Advanced"`, `SendClock="32"` (1 ms) and every reduction ratio
-//!   1..512 (cycles 1 ms .. 512 ms); `MinDeviceInterval="32"` (the spec's 1 ms lower bound).
+//!   `StartupMode="Legacy;Advanced"`.
+//! * Cycles: `MinDeviceInterval` is the configuration's `MinUpdateTimeUs`; the `SendClock` and
+//!   `ReductionRatio` lists come from the same rule the device's Connect check applies
+//!   (`ConnectLimits::send_clock_factors`/`reduction_ratios` in the protocol crate), so the
+//!   pairs an engineering tool offers are exactly the ones the device accepts.
 //! * Port submodule: MAU types 16 (100BASE-TX FD, also what the device reports on virtual
 //!   links) and 30 (1000BASE-T FD).
 //! * Every configured module is fixed in its slot(s) (`FixedInSlots`) and every submodule in its
@@ -32,9 +35,16 @@
 //! * IO data as one `OctetString` item per direction and submodule (Length = bytes), with
 //!   "All items consistency".
 //! * `Writeable_IM_Records` from the configured I&M supported bits (I&M1..4).
+//! * A device symbol (`Graphics`/`GraphicsList`): a 70 × 40 pixel BMP, the size engineering
+//!   tools show in their catalogue and network view, written beside the XML by `pn-gsdml`
+//!   ([`icon_file_name`], [`device_icon_bmp`]); `GraphicFile` names it without the extension.
+//! * A `CategoryList` that sorts the modules in the tool's catalogue by their IO direction
+//!   (inputs, outputs, inputs and outputs, no IO data).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+
+use pn_protocol::machine::cmdev::connect::ConnectLimits;
 
 use crate::config::RuntimeConfig;
 use crate::dataplane::ModuleConfig;
@@ -101,6 +111,84 @@ pub fn file_name(cfg: &RuntimeConfig, opts: &GsdmlOptions, date_yyyymmdd: &str) 
         name_part(&cfg.device_name),
         date_yyyymmdd
     )
+}
+
+/// The device symbol's file stem (`GraphicFile`): `GSDML-<manufacturer>-<device family>`.
+fn icon_stem(cfg: &RuntimeConfig, opts: &GsdmlOptions) -> String {
+    format!(
+        "GSDML-{}-{}",
+        name_part(&opts.vendor_name),
+        name_part(&cfg.device_name)
+    )
+}
+
+/// The device symbol's file name, to be written beside the GSDML file.
+pub fn icon_file_name(cfg: &RuntimeConfig, opts: &GsdmlOptions) -> String {
+    format!("{}.bmp", icon_stem(cfg, opts))
+}
+
+/// Width and height of the device symbol in pixels.
+const ICON_SIZE: (usize, usize) = (70, 40);
+
+/// The device symbol: an uncompressed 24-bit Windows bitmap (BITMAPINFOHEADER), 70 × 40: a
+/// grey housing with a dark front, one green RJ45 port LED and a status LED. Drawn here so the
+/// file is ours and always matches the XML that names it.
+pub fn device_icon_bmp() -> Vec<u8> {
+    let (w, h) = ICON_SIZE;
+    let row = (w * 3).div_ceil(4) * 4;
+    let data_len = row * h;
+    let mut b = Vec::with_capacity(54 + data_len);
+    b.extend_from_slice(b"BM");
+    b.extend_from_slice(&((54 + data_len) as u32).to_le_bytes());
+    b.extend_from_slice(&[0; 4]);
+    b.extend_from_slice(&54u32.to_le_bytes());
+    b.extend_from_slice(&40u32.to_le_bytes()); // BITMAPINFOHEADER
+    b.extend_from_slice(&(w as i32).to_le_bytes());
+    b.extend_from_slice(&(h as i32).to_le_bytes()); // positive: bottom-up rows
+    b.extend_from_slice(&1u16.to_le_bytes()); // planes
+    b.extend_from_slice(&24u16.to_le_bytes()); // bits per pixel
+    b.extend_from_slice(&0u32.to_le_bytes()); // BI_RGB
+    b.extend_from_slice(&(data_len as u32).to_le_bytes());
+    b.extend_from_slice(&2835i32.to_le_bytes()); // 72 dpi
+    b.extend_from_slice(&2835i32.to_le_bytes());
+    b.extend_from_slice(&[0; 8]); // palette: none
+    let pixel = |x: usize, y: usize| -> [u8; 3] {
+        // (x, y) from the top left; colours as RGB.
+        let inside = |x0, y0, x1, y1| (x0..x1).contains(&x) && (y0..y1).contains(&y);
+        let rgb: [u8; 3] = if !inside(4, 4, 66, 36) {
+            [255, 255, 255]
+        } else if !inside(6, 6, 64, 34) {
+            [90, 90, 90]
+        } else if inside(12, 12, 16, 15) || inside(54, 10, 59, 14) {
+            [0, 200, 0] // the port's link LED and the status LED
+        } else if inside(10, 10, 24, 22) {
+            [40, 40, 40] // the port
+        } else if inside(30, 26, 60, 29) {
+            [0, 120, 190] // the label stripe
+        } else {
+            [200, 200, 200]
+        };
+        [rgb[2], rgb[1], rgb[0]] // BMP stores BGR
+    };
+    for y in (0..h).rev() {
+        for x in 0..w {
+            b.extend_from_slice(&pixel(x, y));
+        }
+        b.resize(b.len() + row - w * 3, 0);
+    }
+    b
+}
+
+/// The catalogue category of a module by its IO data (GSDML `CategoryList`).
+fn category(m: &ModuleConfig) -> (&'static str, &'static str) {
+    let to_plc = m.submodules.iter().any(|s| s.output_length > 0);
+    let from_plc = m.submodules.iter().any(|s| s.input_length > 0);
+    match (to_plc, from_plc) {
+        (true, true) => ("IDC_IO", "Inputs and outputs"),
+        (true, false) => ("IDC_I", "Inputs"),
+        (false, true) => ("IDC_O", "Outputs"),
+        (false, false) => ("IDC_NONE", "No IO data"),
+    }
 }
 
 /// Today's date (UTC) as yyyymmdd.
@@ -229,6 +317,19 @@ pub fn generate(cfg: &RuntimeConfig, opts: &GsdmlOptions) -> Result<String, Stri
         .filter(|i| cfg.im0.im_supported & (1 << i) != 0)
         .map(|i: u16| i.to_string())
         .collect();
+    let limits = ConnectLimits {
+        min_device_interval: cfg.min_device_interval,
+    };
+    let list = |v: Vec<u16>| {
+        v.iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let (send_clocks, ratios) = (
+        list(limits.send_clock_factors()),
+        list(limits.reduction_ratios()),
+    );
     let mut t = Texts(BTreeMap::new());
     let mut x = String::new();
     let _ = writeln!(x, "<?xml version=\"1.0\" encoding=\"utf-8\"?>");
@@ -294,12 +395,13 @@ pub fn generate(cfg: &RuntimeConfig, opts: &GsdmlOptions) -> Result<String, Stri
         x,
         "        <DeviceAccessPointItem ID=\"IDD_1\" PNIO_Version=\"V2.4\" \
          RequiredSchemaVersion=\"V2.4\" PhysicalSlots=\"0..{max_slot}\" \
-         ModuleIdentNumber=\"{:#010X}\" MinDeviceInterval=\"32\" DNS_CompatibleName=\"{}\" \
+         ModuleIdentNumber=\"{:#010X}\" MinDeviceInterval=\"{}\" DNS_CompatibleName=\"{}\" \
          FixedInSlots=\"0\" ObjectUUID_LocalIndex=\"1\" DeviceAccessSupported=\"false\" \
          MultipleWriteSupported=\"true\" SharedDeviceSupported=\"false\" \
          CheckDeviceID_Allowed=\"true\" NameOfStationNotTransferable=\"false\" \
          LLDP_NoD_Supported=\"true\" ResetToFactoryModes=\"2\" AddressAssignment=\"DCP\">",
         dap.ident,
+        limits.min_device_interval,
         esc(&dns_name(cfg))
     );
     let _ = writeln!(
@@ -370,7 +472,7 @@ pub fn generate(cfg: &RuntimeConfig, opts: &GsdmlOptions) -> Result<String, Stri
          SupportedProtocols=\"SNMP;LLDP\" NetworkComponentDiagnosisSupported=\"false\" \
          PTP_BoundarySupported=\"true\" DCP_BoundarySupported=\"true\">\n              \
          <ApplicationRelations StartupMode=\"Legacy;Advanced\">\n                \
-         <TimingProperties SendClock=\"32\" ReductionRatio=\"1 2 4 8 16 32 64 128 256 512\"/>\n              \
+         <TimingProperties SendClock=\"{send_clocks}\" ReductionRatio=\"{ratios}\"/>\n              \
          </ApplicationRelations>\n            </InterfaceSubmoduleItem>",
         interface.ident
     );
@@ -388,7 +490,12 @@ pub fn generate(cfg: &RuntimeConfig, opts: &GsdmlOptions) -> Result<String, Stri
         );
     }
     x.push_str("          </SystemDefinedSubmoduleList>\n");
+    x.push_str(
+        "          <Graphics>\n            <GraphicItemRef Type=\"DeviceSymbol\" \
+         GraphicItemTarget=\"IDG_Device\"/>\n          </Graphics>\n",
+    );
     x.push_str("        </DeviceAccessPointItem>\n      </DeviceAccessPointList>\n");
+    let mut categories: BTreeMap<&str, String> = BTreeMap::new();
     if !groups.is_empty() {
         x.push_str("      <ModuleList>\n");
         for (ident, (slots, m)) in &groups {
@@ -409,10 +516,12 @@ pub fn generate(cfg: &RuntimeConfig, opts: &GsdmlOptions) -> Result<String, Stri
                     slot_list(slots)
                 ),
             );
+            let (cat, cat_name) = category(m);
+            categories.insert(cat, t.add(&format!("TOK_{cat}"), cat_name));
             let _ = writeln!(
                 x,
                 "        <ModuleItem ID=\"IDM_{ident:08X}\" ModuleIdentNumber=\"{ident:#010X}\">\n          \
-                 <ModuleInfo>\n            <Name TextId=\"{mname}\"/>\n            <InfoText \
+                 <ModuleInfo CategoryRef=\"{cat}\">\n            <Name TextId=\"{mname}\"/>\n            <InfoText \
                  TextId=\"{minfo}\"/>\n            <HardwareRelease Value=\"{}\"/>\n            \
                  <SoftwareRelease Value=\"{sw}\"/>\n          </ModuleInfo>\n          \
                  <VirtualSubmoduleList>",
@@ -443,6 +552,19 @@ pub fn generate(cfg: &RuntimeConfig, opts: &GsdmlOptions) -> Result<String, Stri
             x.push_str("          </VirtualSubmoduleList>\n        </ModuleItem>\n");
         }
         x.push_str("      </ModuleList>\n");
+    }
+    let _ = writeln!(
+        x,
+        "      <GraphicsList>\n        <GraphicItem ID=\"IDG_Device\" GraphicFile=\"{}\"/>\n      \
+         </GraphicsList>",
+        esc(&icon_stem(cfg, opts))
+    );
+    if !categories.is_empty() {
+        x.push_str("      <CategoryList>\n");
+        for (id, text) in &categories {
+            let _ = writeln!(x, "        <CategoryItem ID=\"{id}\" TextId=\"{text}\"/>");
+        }
+        x.push_str("      </CategoryList>\n");
     }
     x.push_str("      <ExternalTextList>\n        <PrimaryLanguage>\n");
     for (id, v) in &t.0 {

@@ -8,6 +8,7 @@ use std::process::Command;
 
 use pn_device::config::RuntimeConfig;
 use pn_device::gsdml::{generate, GsdmlOptions};
+use pn_protocol::machine::cmdev::connect::ConnectLimits;
 use serde_json::Value;
 
 fn manifest() -> PathBuf {
@@ -40,6 +41,17 @@ fn shipped_gsdml_matches_the_embedded_default_configuration() {
         shipped == generated,
         "device/gsdml/{name} is stale: regenerate with \
          `cargo run -p pn-device --bin pn-gsdml -- --out device/gsdml --date {date}`"
+    );
+    // The device symbol it names ships beside it.
+    let icon = dir.join(pn_device::gsdml::icon_file_name(
+        &cfg,
+        &GsdmlOptions::default(),
+    ));
+    assert_eq!(
+        std::fs::read(&icon).ok(),
+        Some(pn_device::gsdml::device_icon_bmp()),
+        "{} is missing or stale: regenerate as above",
+        icon.display()
     );
 }
 
@@ -78,6 +90,24 @@ ar = itf.find("g:ApplicationRelations", ns)
 for a in ["CertificationInfo", "IOConfigData", "ModuleInfo"]:
     if dap.find("g:" + a, ns) is None:
         problems.append("DAP lacks " + a)
+# Every category referenced is defined; the device symbol is a 70 x 40 BMP beside the file.
+import os, struct
+cats = {c.get("ID") for c in root.iter("{%s}CategoryItem" % ns["g"])}
+for m in root.iter("{%s}ModuleInfo" % ns["g"]):
+    if m.get("CategoryRef") is not None and m.get("CategoryRef") not in cats:
+        problems.append("undefined CategoryRef " + m.get("CategoryRef"))
+graphics = {gi.get("ID"): gi.get("GraphicFile") for gi in root.iter("{%s}GraphicItem" % ns["g"])}
+refs = [r.get("GraphicItemTarget") for r in dap.iter("{%s}GraphicItemRef" % ns["g"])]
+if not refs:
+    problems.append("no device symbol")
+for r in refs:
+    bmp = os.path.join(os.path.dirname(path), str(graphics.get(r)) + ".bmp")
+    if not os.path.exists(bmp):
+        problems.append("missing " + bmp)
+        continue
+    head = open(bmp, "rb").read(26)
+    if head[:2] != b"BM" or struct.unpack("<ii", head[18:26]) != (70, 40):
+        problems.append("not a 70 x 40 BMP: " + bmp)
 
 dev = g.load_gsdml(path)
 d = dev.get_dap()
@@ -144,9 +174,22 @@ fn check_with_profinet_py(cfg_path: Option<&Path>) {
             );
         }
     }
-    assert_eq!(v["min_device_interval"], 32);
-    assert_eq!(v["send_clock"], "32");
-    assert_eq!(v["reduction_ratio"], "1 2 4 8 16 32 64 128 256 512");
+    // The cycles: exactly what the device's Connect check accepts for this configuration
+    // (the protocol crate proves the lists and MinDeviceInterval state the accepted pairs).
+    let limits = ConnectLimits {
+        min_device_interval: cfg.min_device_interval,
+    };
+    let list = |v: Vec<u16>| {
+        v.iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(v["min_device_interval"], cfg.min_device_interval);
+    assert_eq!(v["send_clock"], list(limits.send_clock_factors()));
+    assert_eq!(v["reduction_ratio"], list(limits.reduction_ratios()));
+    // Every shipped configuration states 4 ms (docs/real-plc.md §6): no 1 ms offer any more.
+    assert_eq!(v["min_device_interval"], 128, "4 ms in 31.25 us units");
     assert_eq!(v["startup_mode"], "Legacy;Advanced");
     assert_eq!(v["rt_classes"], "RT_CLASS_1");
     assert_eq!(v["protocols"], "SNMP;LLDP");

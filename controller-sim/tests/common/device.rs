@@ -52,6 +52,11 @@ pub fn spawn_daemon(
     station: &str,
     ip: Ipv4Addr,
 ) -> (Child, PathBuf, PathBuf) {
+    spawn_daemon_xml(dev_ns, nic, config_xml_for(nic, send_clock_ms, station, ip))
+}
+
+/// [`spawn_daemon`] with the configuration XML given.
+pub fn spawn_daemon_xml(dev_ns: &NetNs, nic: &str, config: String) -> (Child, PathBuf, PathBuf) {
     let dir = std::env::temp_dir().join(format!(
         "pnc-test-{}-{}",
         std::process::id(),
@@ -63,7 +68,7 @@ pub fn spawn_daemon(
     DevLicence::new("pn-controller tests", "pnc-1")
         .write(&dk::licence_tool_for(&bin), &dir.join(dk::LICENCE_FILE));
     let xml = dir.join("device.xml");
-    std::fs::write(&xml, config_xml_for(nic, send_clock_ms, station, ip)).unwrap();
+    std::fs::write(&xml, config).unwrap();
     let mut settings = dk::base_settings(&dir);
     dk::merge(
         &mut settings,
@@ -113,13 +118,19 @@ pub struct Rig {
 impl Rig {
     /// Start the daemon (device SendClock `send_clock_ms`) and `POST /api/start`.
     pub fn start(tag: &str, send_clock_ms: u16) -> Rig {
+        Rig::start_xml(tag, |nic| config_xml(nic, send_clock_ms))
+    }
+
+    /// [`Rig::start`] with the configuration `xml(nic)` (e.g. [`config_xml`] with changes).
+    pub fn start_xml(tag: &str, xml: impl FnOnce(&str) -> String) -> Rig {
         let (ctl_ns, dev_ns, veth) = Veth::controller_device(
             tag,
             Some(&format!("{CTL_IP}/24")),
             Some(&format!("{DEV_IP}/24")),
         )
         .expect("namespaces and veth pair");
-        let (mut child, dir, xml) = spawn_daemon(&dev_ns, &veth.b, send_clock_ms, STATION, DEV_IP);
+        let config = xml(&veth.b);
+        let (mut child, dir, xml) = spawn_daemon_xml(&dev_ns, &veth.b, config);
         wait_and_start(&dev_ns, &mut child, &dir);
         let rig = Rig {
             dev_ns,

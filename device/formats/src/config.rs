@@ -107,6 +107,10 @@ pub struct RuntimeConfig {
     pub gateway: Ipv4Addr,
     /// Send clock in milliseconds (1, 2 or 4).
     pub send_clock_ms: u16,
+    /// `MinUpdateTimeUs` as MinDeviceInterval (31.25 µs units): the shortest IO cycle
+    /// (SendClockFactor × ReductionRatio) the device accepts in a Connect and its GSDML
+    /// offers (docs/decisions.md §22).
+    pub min_device_interval: u32,
     pub modules: Vec<ModuleConfig>,
     pub im0: Im0Config,
     /// Summed InputLength (controller -> device), clamped to 1..1440.
@@ -270,6 +274,13 @@ impl RuntimeConfig {
         if !matches!(send_clock_ms, 1 | 2 | 4) {
             return Err(format!("SendClock {send_clock_ms} ms: must be 1, 2 or 4"));
         }
+        let min_update_us: u32 = num_item(
+            root,
+            "MinUpdateTimeUs",
+            "device",
+            Some(DEFAULT_MIN_UPDATE_TIME_US),
+        )?;
+        let min_device_interval = min_device_interval(min_update_us)?;
 
         // Identification (I&M0).
         let ident = child(root, "Identification");
@@ -386,12 +397,36 @@ impl RuntimeConfig {
             mask,
             gateway,
             send_clock_ms,
+            min_device_interval,
             modules,
             im0,
             input_len: clamp_area_len(in_sum),
             output_len: clamp_area_len(out_sum),
         })
     }
+}
+
+/// `MinUpdateTimeUs` of a configuration without the element: 1 ms, what the GSDML offered
+/// before the element existed (so a PLC project made with it still connects) and a cycle the
+/// daemon holds on the benchmark machine (docs/benchmarks.md tables 2 and 2b). The shipped
+/// configurations state 4 ms, the update time docs/real-plc.md §6 advises on a stock kernel.
+pub const DEFAULT_MIN_UPDATE_TIME_US: u32 = 1000;
+
+/// `MinUpdateTimeUs` (µs) as MinDeviceInterval (31.25 µs units). Only the update times a
+/// controller can set are accepted: 31.25 µs × a power of two (every SendClockFactor and
+/// ReductionRatio is one), from 125 µs (the shortest measured, docs/benchmarks.md table 8c) to
+/// 128 ms (the largest MinDeviceInterval a GSDML can state).
+fn min_device_interval(us: u32) -> Result<u32, String> {
+    let units = u64::from(us) * 32 / 1000;
+    let exact = u64::from(us) * 32 % 1000 == 0;
+    let max = u64::from(pn_protocol::machine::cmdev::connect::MAX_MIN_DEVICE_INTERVAL);
+    if !exact || !units.is_power_of_two() || !(4..=max).contains(&units) {
+        return Err(format!(
+            "MinUpdateTimeUs {us}: must be 125, 250, 500, 1000, 2000, 4000, 8000, 16000, 32000, \
+             64000 or 128000 (31.25 us times a power of two, as a controller sets it)"
+        ));
+    }
+    Ok(units as u32)
 }
 
 #[cfg(test)]
@@ -454,6 +489,24 @@ mod tests {
         assert!(RuntimeConfig::parse(&xml(&badlen), "t")
             .unwrap_err()
             .contains("InputLength"));
+    }
+
+    #[test]
+    fn min_update_time_states_the_min_device_interval() {
+        let with = |el: &str| {
+            let x = xml(DAP).replace("<SlotLayout>", &format!("{el}<SlotLayout>"));
+            RuntimeConfig::parse(&x, "t").map(|c| c.min_device_interval)
+        };
+        assert_eq!(with(""), Ok(32));
+        assert_eq!(with("<MinUpdateTimeUs>4000</MinUpdateTimeUs>"), Ok(128));
+        assert_eq!(with("<MinUpdateTimeUs>125</MinUpdateTimeUs>"), Ok(4));
+        assert_eq!(with("<MinUpdateTimeUs>128000</MinUpdateTimeUs>"), Ok(4096));
+        for bad in ["3000", "100", "62", "256000", "0", "x"] {
+            let e = with(&format!("<MinUpdateTimeUs>{bad}</MinUpdateTimeUs>")).unwrap_err();
+            assert!(e.contains("MinUpdateTimeUs"), "{bad}: {e}");
+        }
+        // The shipped configurations state the 4 ms docs/real-plc.md advises.
+        assert_eq!(RuntimeConfig::load(None).unwrap().min_device_interval, 128);
     }
 
     #[test]

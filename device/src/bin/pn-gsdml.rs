@@ -7,13 +7,14 @@
 //! ```
 //! Without `--config` the daemon's embedded default configuration is used. `--out` defaults to
 //! the current directory; a directory gets the PI file name
-//! `GSDML-V2.43-<vendor>-<device>-<date>.xml` (date: today, UTC, or `--date`).
+//! `GSDML-V2.43-<vendor>-<device>-<date>.xml` (date: today, UTC, or `--date`). The device
+//! symbol it names, `GSDML-<vendor>-<device>.bmp`, is written into the same directory.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use pn_device::config::RuntimeConfig;
-use pn_device::gsdml::{file_name, generate, today, GsdmlOptions};
+use pn_device::gsdml::{device_icon_bmp, file_name, generate, icon_file_name, today, GsdmlOptions};
 
 /// Write the GSDML file that matches a runtime configuration XML (for TIA Portal, CODESYS).
 #[derive(clap::Parser, Debug)]
@@ -78,9 +79,17 @@ fn main() -> ExitCode {
     } else {
         out
     };
-    if let Err(e) = std::fs::write(&path, text) {
-        eprintln!("pn-gsdml: cannot write {}: {e}", path.display());
-        return ExitCode::from(1);
+    // The device symbol the GSDML names goes beside it: engineering tools import both from
+    // one folder.
+    let icon = path
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .join(icon_file_name(&cfg, &opts));
+    for (p, data) in [(&path, text.into_bytes()), (&icon, device_icon_bmp())] {
+        if let Err(e) = std::fs::write(p, data) {
+            eprintln!("pn-gsdml: cannot write {}: {e}", p.display());
+            return ExitCode::from(1);
+        }
     }
     println!("{}", path.display());
     ExitCode::SUCCESS

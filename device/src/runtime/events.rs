@@ -226,6 +226,7 @@ impl Runtime {
             vendor_id: c.vendor_id,
             device_id: c.device_id,
             send_clock_factor: c.send_clock_ms * 32,
+            min_device_interval: c.min_device_interval,
             watchdog_ms: self.settings.watchdog_ms,
             safe_input_value: self.settings.safe_input_value,
             modules: c.modules.clone(),
@@ -244,13 +245,14 @@ impl Runtime {
     /// Fingerprint inputs of spec 3 rule 3 (the "native library path" is the data-plane kind).
     pub(super) fn fingerprint(&self, sc: &StackConfig, sh: &Shared) -> String {
         let text = format!(
-            "nic={}|name={}|ip={}|mask={}|gw={}|cycle={}|vendor={}|device={}|wd={}|safe={}|in={}|out={}|xml={}|lib={}",
+            "nic={}|name={}|ip={}|mask={}|gw={}|cycle={}/{}|vendor={}|device={}|wd={}|safe={}|in={}|out={}|xml={}|lib={}",
             sc.nic,
             sc.station_name,
             sc.ip,
             sc.mask,
             sc.gateway,
             sc.send_clock_factor,
+            sc.min_device_interval,
             sc.vendor_id,
             sc.device_id,
             sc.watchdog_ms,

@@ -158,7 +158,13 @@ pub fn spawn(ctx: CmContext, rx: Receiver<CtlMsg>) -> std::io::Result<std::threa
         ctx.image.input_len(),
         ctx.image.output_len(),
     );
-    let machine = Cmdev::new(CmdevConfig::new(boot, ctx.link.mac(), random_seed()));
+    let mut cmdev_cfg = CmdevConfig::new(boot, ctx.link.mac(), random_seed());
+    // The cycles the configuration accepts (and its GSDML offers): CMDEV refuses a Connect
+    // below them with the standard's PNIOStatus (DB 81 02 0B).
+    cmdev_cfg.limits = ConnectLimits {
+        min_device_interval: ctx.cfg.min_device_interval,
+    };
+    let machine = Cmdev::new(cmdev_cfg);
     let mut cm = Cm {
         ctx,
         sock,

@@ -233,6 +233,8 @@ pub struct DeviceXml {
     /// `<IpAddress>` with mask 255.255.255.0 and no gateway.
     pub ip: Option<Ipv4Addr>,
     pub send_clock_ms: u16,
+    /// `<MinUpdateTimeUs>` (absent: the daemon's default).
+    pub min_update_time_us: Option<u32>,
     /// Slot 1 InputLength (controller -> device) and OutputLength (device -> controller).
     pub input_len: u16,
     pub output_len: u16,
@@ -254,6 +256,7 @@ impl DeviceXml {
             nic: None,
             ip: None,
             send_clock_ms: 1,
+            min_update_time_us: None,
             input_len: 4,
             output_len: 4,
         }
@@ -285,6 +288,12 @@ impl DeviceXml {
 
     pub fn send_clock_ms(mut self, ms: u16) -> Self {
         self.send_clock_ms = ms;
+        self
+    }
+
+    /// The shortest update time the device accepts (`<MinUpdateTimeUs>`).
+    pub fn min_update_time_us(mut self, us: Option<u32>) -> Self {
+        self.min_update_time_us = us;
         self
     }
 
@@ -320,7 +329,7 @@ impl DeviceXml {
   <VendorID>{vendor:#06x}</VendorID><DeviceID>{device:#06x}</DeviceID>
   <Identification><OrderId>{order}</OrderId><SerialNumber>{serial}</SerialNumber>
     <HardwareRevision>{hw}</HardwareRevision><SoftwareRevision>{sw}</SoftwareRevision>{product}</Identification>{nic}{ip}
-  <SendClock>{clock}</SendClock>
+  <SendClock>{clock}</SendClock>{min_update}
   <SlotLayout>
     <Module Slot="0" ModuleIdentNumber="1">
       <Submodule Subslot="1" SubmoduleIdentNumber="1"/>
@@ -340,6 +349,10 @@ impl DeviceXml {
             hw = self.hw_revision,
             sw = self.sw_revision,
             clock = self.send_clock_ms,
+            min_update = self
+                .min_update_time_us
+                .map(|us| format!("<MinUpdateTimeUs>{us}</MinUpdateTimeUs>"))
+                .unwrap_or_default(),
             inl = self.input_len,
             outl = self.output_len,
         )

@@ -102,7 +102,11 @@ pub mod alarm_cr_field {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectLimits {
     /// MinDeviceInterval (31.25 µs units): the shortest IOCR cycle
-    /// (SendClockFactor × ReductionRatio) the device accepts.
+    /// (SendClockFactor × ReductionRatio) the device accepts. A shorter one is refused in the
+    /// ReductionRatio field (p-net `pf_cmdev_check_iocr_param`: `min_device_interval >
+    /// send_clock_factor * reduction_ratio` gives ErrorCode2 11). The device's GSDML states the
+    /// same value as `MinDeviceInterval` ([`ConnectLimits::send_clock_factors`] and
+    /// [`ConnectLimits::reduction_ratios`] give its lists).
     pub min_device_interval: u32,
 }
 
@@ -113,6 +117,142 @@ impl Default for ConnectLimits {
             min_device_interval: 1,
         }
     }
+}
+
+/// The largest MinDeviceInterval a GSDML can state (128 ms; p-net refuses a larger
+/// `min_device_interval` in its configuration for the same reason).
+pub const MAX_MIN_DEVICE_INTERVAL: u32 = 4096;
+
+/// Every SendClockFactor the standard allows for RT classes 1 and 2 (31.25 µs .. 4 ms).
+const SEND_CLOCK_FACTORS: [u16; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
+
+impl ConnectLimits {
+    /// Whether an IOCR with this SendClockFactor and ReductionRatio is accepted; `Err` names
+    /// the faulty IOCRBlockReq field ([`iocr_field`]). The one rule [`check_connect`] applies
+    /// and the GSDML's lists are derived from.
+    pub fn check_cycle(&self, send_clock_factor: u16, reduction_ratio: u16) -> Result<(), u8> {
+        let (scf, rr) = (send_clock_factor, reduction_ratio);
+        if !SEND_CLOCK_FACTORS.contains(&scf) {
+            return Err(iocr_field::SEND_CLOCK_FACTOR);
+        }
+        // Non-power-of-two ratios are an option a device declares in its GSDML
+        // (ReductionRatioNonPow2); this device offers powers of two only. The ratios of 256
+        // and 512 need a short send clock (the standard's table, as p-net checks it).
+        let bad_rr = !(1..=512).contains(&rr)
+            || !rr.is_power_of_two()
+            || (rr >= 256 && scf > 64)
+            || (rr == 512 && scf > 32)
+            || u32::from(scf) * u32::from(rr) < self.min_device_interval;
+        if bad_rr {
+            return Err(iocr_field::REDUCTION_RATIO);
+        }
+        Ok(())
+    }
+
+    /// The SendClockFactors the device accepts with at least one ReductionRatio: the GSDML's
+    /// `TimingProperties SendClock` list.
+    pub fn send_clock_factors(&self) -> Vec<u16> {
+        SEND_CLOCK_FACTORS
+            .into_iter()
+            .filter(|&s| (1..=512).any(|r| self.check_cycle(s, r).is_ok()))
+            .collect()
+    }
+
+    /// The ReductionRatios the device accepts with at least one of its SendClockFactors: the
+    /// GSDML's `TimingProperties ReductionRatio` list. With `MinDeviceInterval` and the
+    /// standard's SendClockFactor/ReductionRatio table they give exactly the accepted pairs
+    /// (`connect::tests::gsdml_lists_state_exactly_the_accepted_cycles`).
+    pub fn reduction_ratios(&self) -> Vec<u16> {
+        (1..=512)
+            .filter(|&r| {
+                SEND_CLOCK_FACTORS
+                    .iter()
+                    .any(|&s| self.check_cycle(s, r).is_ok())
+            })
+            .collect()
+    }
+}
+
+/// A Connect refusal in words, as Wireshark's PNIOStatus tables name it
+/// (`packet-dcerpc-pn-io.c` `pn_io_error_code1_pnio`, `pn_io_error_code2_pnio_1/2/4`), e.g.
+/// "faulty IOCRBlockReq: ReductionRatio"; `None` for a status that is not a Connect error of
+/// ErrorDecode PNIO.
+pub fn describe_connect_error(st: PnioStatus) -> Option<String> {
+    if st.error_code != PnioStatus::CODE_CONNECT || st.error_decode != PnioStatus::DECODE_PNIO {
+        return None;
+    }
+    let header = |f: u8| match f {
+        0 => Some("BlockType"),
+        1 => Some("BlockLength"),
+        2 => Some("BlockVersionHigh"),
+        3 => Some("BlockVersionLow"),
+        _ => None,
+    };
+    let (block, field) = match st.error_code1 {
+        err1::AR_BLOCK => (
+            "ARBlockReq",
+            header(st.error_code2).or(match st.error_code2 {
+                ar_field::AR_TYPE => Some("ARType"),
+                ar_field::AR_UUID => Some("ARUUID"),
+                ar_field::CM_INITIATOR_MAC => Some("CMInitiatorMacAdd"),
+                ar_field::CM_INITIATOR_OBJECT_UUID => Some("CMInitiatorObjectUUID"),
+                ar_field::AR_PROPERTIES => Some("ARProperties"),
+                ar_field::ACTIVITY_TIMEOUT => Some("CMInitiatorActivityTimeoutFactor"),
+                ar_field::STATION_NAME_LENGTH => Some("StationNameLength"),
+                ar_field::STATION_NAME => Some("CMInitiatorStationName"),
+                _ => None,
+            }),
+        ),
+        err1::IOCR_BLOCK => (
+            "IOCRBlockReq",
+            header(st.error_code2).or(match st.error_code2 {
+                iocr_field::IOCR_TYPE => Some("IOCRType"),
+                iocr_field::LT => Some("LT"),
+                iocr_field::IOCR_PROPERTIES => Some("IOCRProperties"),
+                iocr_field::DATA_LENGTH => Some("DataLength"),
+                iocr_field::FRAME_ID => Some("FrameID"),
+                iocr_field::SEND_CLOCK_FACTOR => Some("SendClockFactor"),
+                iocr_field::REDUCTION_RATIO => Some("ReductionRatio"),
+                iocr_field::PHASE => Some("Phase"),
+                iocr_field::FRAME_SEND_OFFSET => Some("FrameSendOffset"),
+                iocr_field::DATA_HOLD_FACTOR => Some("DataHoldFactor"),
+                iocr_field::TAG_HEADER => Some("IOCRTagHeader"),
+                iocr_field::NUMBER_OF_APIS => Some("NumberOfAPIs"),
+                _ => None,
+            }),
+        ),
+        err1::EXPECTED_BLOCK => ("ExpectedSubmoduleBlockReq", header(st.error_code2)),
+        err1::ALARM_CR_BLOCK => (
+            "AlarmCRBlockReq",
+            header(st.error_code2).or(match st.error_code2 {
+                alarm_cr_field::ALARM_CR_TYPE => Some("AlarmCRType"),
+                alarm_cr_field::LT => Some("LT"),
+                alarm_cr_field::RTA_TIMEOUT_FACTOR => Some("RTATimeoutFactor"),
+                alarm_cr_field::RTA_RETRIES => Some("RTARetries"),
+                alarm_cr_field::MAX_ALARM_DATA_LENGTH => Some("MaxAlarmDataLength"),
+                alarm_cr_field::TAG_HEADER_HIGH => Some("AlarmCRTagHeaderHigh"),
+                alarm_cr_field::TAG_HEADER_LOW => Some("AlarmCRTagHeaderLow"),
+                _ => None,
+            }),
+        ),
+        err1::CMRPC => {
+            let what = match st.error_code2 {
+                cmrpc::UNKNOWN_BLOCKS => "unknown blocks",
+                cmrpc::IOCR_MISSING => "IOCRBlockReq missing",
+                cmrpc::WRONG_BLOCK_COUNT => "wrong block count",
+                cmrpc::NO_AR_RESOURCES => "out of AR resources",
+                cmrpc::AR_UUID_UNKNOWN => "AR UUID unknown",
+                cmrpc::STATE_CONFLICT => "state conflict",
+                _ => "error",
+            };
+            return Some(format!("CMRPC: {what}"));
+        }
+        _ => return Some(format!("ErrorCode1 {:#04x}", st.error_code1)),
+    };
+    Some(match field {
+        Some(f) => format!("faulty {block}: {f}"),
+        None => format!("faulty {block}: field {}", st.error_code2),
+    })
 }
 
 /// The FrameID range of an IOCR of `iocr_type` in RT class `rt_class` (IEC 61158-6-10 FrameID
@@ -292,22 +432,11 @@ fn check_iocr(
             return e(f::FRAME_ID);
         }
     }
-    let scf = c.send_clock_factor;
-    if !(1..=128).contains(&scf) || !scf.is_power_of_two() {
-        return e(f::SEND_CLOCK_FACTOR);
+    let (scf, rr) = (c.send_clock_factor, c.reduction_ratio);
+    if let Err(field) = limits.check_cycle(scf, rr) {
+        return e(field);
     }
-    let rr = c.reduction_ratio;
     let interval = u32::from(scf) * u32::from(rr);
-    // Non-power-of-two ratios are an option a device declares in its GSDML
-    // (ReductionRatioNonPow2); this device offers powers of two only.
-    let bad_rr = !(1..=512).contains(&rr)
-        || !rr.is_power_of_two()
-        || (rr >= 256 && scf > 64)
-        || (rr == 512 && scf > 32)
-        || interval < limits.min_device_interval;
-    if bad_rr {
-        return e(f::REDUCTION_RATIO);
-    }
     if c.phase == 0 || c.phase > rr {
         return e(f::PHASE);
     }

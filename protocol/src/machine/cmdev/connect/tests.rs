@@ -278,3 +278,101 @@ fn parse_errors_name_the_faulty_block() {
         connect_error(err1::CMRPC, cmrpc::WRONG_BLOCK_COUNT)
     );
 }
+
+fn limits(min_device_interval: u32) -> ConnectLimits {
+    ConnectLimits {
+        min_device_interval,
+    }
+}
+
+/// p-net `pf_cmdev_check_iocr_param`: a SendClockFactor other than a power of two 1..128 is
+/// field 10; a cycle (SendClockFactor × ReductionRatio) below MinDeviceInterval is field 11
+/// (ReductionRatio), as are the standard's forbidden ratios.
+#[test]
+fn cycles_outside_the_limits_are_refused_in_their_fields() {
+    let with = |scf: u16, rr: u16, mdi: u32| {
+        let mut req = sample_connect_request();
+        for c in &mut req.iocrs {
+            c.send_clock_factor = scf;
+            c.reduction_ratio = rr;
+            c.phase = 1;
+            c.data_hold_factor = 3;
+        }
+        check_connect(&req, &limits(mdi))
+    };
+    let refused = |f| Err(connect_error(err1::IOCR_BLOCK, f));
+    // 4 ms minimum: 1 ms × 4 and 4 ms × 1 pass, 1 ms × 2 and 2 ms × 1 do not.
+    assert_eq!(with(32, 4, 128), Ok(()));
+    assert_eq!(with(128, 1, 128), Ok(()));
+    assert_eq!(with(32, 2, 128), refused(iocr_field::REDUCTION_RATIO));
+    assert_eq!(with(64, 1, 128), refused(iocr_field::REDUCTION_RATIO));
+    assert_eq!(with(3, 64, 1), refused(iocr_field::SEND_CLOCK_FACTOR));
+    assert_eq!(with(256, 1, 1), refused(iocr_field::SEND_CLOCK_FACTOR));
+    assert_eq!(with(32, 3, 1), refused(iocr_field::REDUCTION_RATIO));
+    assert_eq!(with(128, 256, 1), refused(iocr_field::REDUCTION_RATIO));
+    assert_eq!(with(64, 512, 1), refused(iocr_field::REDUCTION_RATIO));
+}
+
+/// The GSDML states `MinDeviceInterval`, a `SendClock` list and a `ReductionRatio` list; an
+/// engineering tool offers every pair of the lists whose product reaches MinDeviceInterval
+/// and that the standard's table allows (ratio 256 with SendClockFactor <= 64, 512 with <= 32).
+/// That set must be exactly what the device accepts, for every bound a configuration can
+/// state.
+#[test]
+fn gsdml_lists_state_exactly_the_accepted_cycles() {
+    let mut mdi = 1;
+    while mdi <= MAX_MIN_DEVICE_INTERVAL {
+        let l = limits(mdi);
+        let (scfs, rrs) = (l.send_clock_factors(), l.reduction_ratios());
+        assert!(!scfs.is_empty() && !rrs.is_empty(), "{mdi}");
+        for scf in 0..=300u16 {
+            for rr in 0..=1100u16 {
+                let offered = scfs.contains(&scf)
+                    && rrs.contains(&rr)
+                    && u32::from(scf) * u32::from(rr) >= mdi
+                    && !(rr >= 256 && scf > 64)
+                    && !(rr == 512 && scf > 32);
+                assert_eq!(
+                    l.check_cycle(scf, rr).is_ok(),
+                    offered,
+                    "MinDeviceInterval {mdi}, SendClockFactor {scf}, ReductionRatio {rr}"
+                );
+            }
+        }
+        mdi *= 2;
+    }
+    // The 4 ms bound: every send clock, ratios from 1 (at 4 ms) up.
+    assert_eq!(
+        limits(128).send_clock_factors(),
+        [1, 2, 4, 8, 16, 32, 64, 128]
+    );
+    assert_eq!(limits(128).reduction_ratios()[0], 1);
+    // 128 ms: a 31.25 µs send clock cannot reach it (512 × 31.25 µs = 16 ms).
+    assert_eq!(limits(4096).send_clock_factors(), [8, 16, 32, 64, 128]);
+}
+
+#[test]
+fn connect_errors_are_described_in_words() {
+    let d = |c1, c2| describe_connect_error(connect_error(c1, c2)).unwrap();
+    assert_eq!(
+        d(err1::IOCR_BLOCK, iocr_field::REDUCTION_RATIO),
+        "faulty IOCRBlockReq: ReductionRatio"
+    );
+    assert_eq!(
+        d(err1::IOCR_BLOCK, iocr_field::SEND_CLOCK_FACTOR),
+        "faulty IOCRBlockReq: SendClockFactor"
+    );
+    assert_eq!(d(err1::AR_BLOCK, 0), "faulty ARBlockReq: BlockType");
+    assert_eq!(
+        d(err1::ALARM_CR_BLOCK, 99),
+        "faulty AlarmCRBlockReq: field 99"
+    );
+    assert_eq!(
+        d(err1::CMRPC, cmrpc::IOCR_MISSING),
+        "CMRPC: IOCRBlockReq missing"
+    );
+    assert_eq!(
+        describe_connect_error(PnioStatus::new(0xDE, 0x80, 0xB0, 0)),
+        None
+    );
+}
