@@ -1,6 +1,7 @@
 //! sans-IO protocol machines. Each takes `now` ([`crate::time::Instant`]) and input bytes, and
 //! returns frames to send plus the next deadline at which it wants to be polled.
 
+pub mod cmctl;
 pub mod cmdev;
 pub mod cyclic;
 pub mod dcp_delay;
