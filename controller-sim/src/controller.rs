@@ -5,12 +5,17 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration as StdDuration;
 
+use pn_protocol::machine::cmctl::server::{self, Inbound};
+use pn_protocol::machine::cmctl::{
+    self, CallError, Cmctl, CmctlConfig, CmctlError, CmctlEvent, Connected, Datagram, DatagramKind,
+    Phase, RecordId, RpcClient, RpcClientConfig,
+};
 use pn_protocol::machine::cyclic::{
     Consumer, ConsumerEvent, ConsumerStats, CyclicTiming, Provider, RxOutcome,
 };
@@ -20,18 +25,11 @@ use pn_protocol::wire::dcp::DcpRepr;
 use pn_protocol::wire::ethernet::{self, EthernetRepr, MacAddr, VlanTag};
 use pn_protocol::wire::field::Writer;
 use pn_protocol::wire::pnio::alarm::{AlarmPdu, AlarmPriority};
-use pn_protocol::wire::pnio::block::blocks;
-use pn_protocol::wire::pnio::control::{self, ControlBlock};
 use pn_protocol::wire::pnio::im::ImRecord;
 use pn_protocol::wire::pnio::module_diff::ModuleDiffBlock;
-use pn_protocol::wire::pnio::record::{
-    self, ReadReqHeaderRepr, ReadRequest, ReadResponse, RecordAddress, WriteRecord,
-    WriteReqHeaderRepr, WriteRequest, WriteResponse,
-};
+use pn_protocol::wire::pnio::record::{self, ReadReqHeaderRepr, ReadRequest, RecordAddress};
 use pn_protocol::wire::pnio::PnioStatus;
-use pn_protocol::wire::rpc::{
-    self, Drep, FackBody, PacketType, PnioRequest, PnioResponse, RpcHeader, RpcPacket, Uuid,
-};
+use pn_protocol::wire::rpc::{self, PnioResponse, RpcPacket, Uuid};
 use pn_protocol::wire::rt::{self, DataStatus, FrameId, Ioxs};
 use pn_protocol::wire::rta::{self as wrta, RtaPduType};
 
@@ -292,11 +290,12 @@ pub(crate) struct ArInner {
     /// Latest inputs, written by the receive thread.
     pub inputs: Mutex<Inputs>,
     pub device_ip: Ipv4Addr,
-    pub object: Uuid,
+    /// The activity of this AR's RPC calls (the RPC thread routes responses by it).
     pub activity: Uuid,
-    pub seq: AtomicU32,
-    pub record_seq: AtomicU16,
-    pub state: Mutex<ArState>,
+    /// The AR's state and its connection-management machine, under one lock so that a waiter
+    /// on `cond` sees both the machine's outcomes and state changes made elsewhere (alarms,
+    /// watchdog).
+    pub state: Mutex<ArCm>,
     pub cond: Condvar,
     pub io: Mutex<ArIo>,
     pub tx: Mutex<ArTx>,
@@ -311,6 +310,19 @@ pub(crate) struct ArInner {
     pub alarms_received: AtomicU64,
 }
 
+/// The AR's state, its CMCTL machine and the outcomes the machine reported that a caller
+/// waits for.
+pub(crate) struct ArCm {
+    pub state: ArState,
+    pub cm: Cmctl,
+    /// Establishing ended: data exchange (Ok) or why not.
+    pub established: Option<Result<(), Error>>,
+    /// Results of record services, by the machine's handle.
+    pub records: HashMap<RecordId, Result<Vec<u8>, CmctlError>>,
+    /// The Release's outcome (cloned by every caller of `release`).
+    pub released: Option<Result<(), CmctlError>>,
+}
+
 pub(crate) struct Shared {
     pub cfg: ControllerConfig,
     pub info: InterfaceInfo,
@@ -318,7 +330,9 @@ pub(crate) struct Shared {
     pub udp: UdpSocket,
     pub stop: AtomicBool,
     pub dcp_waiters: Mutex<HashMap<u32, Sender<(MacAddr, DcpRepr)>>>,
-    pub rpc_waiters: Mutex<HashMap<Uuid, Sender<RpcPacket>>>,
+    /// Calls without an AR (implicit reads), by activity: the RPC thread hands their datagrams
+    /// over.
+    pub rpc_waiters: Mutex<HashMap<Uuid, Sender<Vec<u8>>>>,
     pub ars: RwLock<Vec<Arc<ArInner>>>,
     /// Bumped on every change of `ars` (under its write lock): the cyclic thread keeps its own
     /// copy of the list and refreshes it with `try_read` only when this changed, so it never
@@ -415,7 +429,8 @@ impl Shared {
 
     fn set_state(&self, ar: &ArInner, st: ArState) {
         {
-            let mut s = ar.state.lock().unwrap_or_else(|p| p.into_inner());
+            let mut g = ar.state.lock().unwrap_or_else(|p| p.into_inner());
+            let s = &mut g.state;
             if *s == st {
                 return;
             }
@@ -447,153 +462,253 @@ impl Shared {
     }
 
     // ------------------------------------------------------------------------------------
-    // RPC client
+    // Connection management: the shell around each AR's CMCTL machine
     // ------------------------------------------------------------------------------------
 
-    /// One PNIO call: send, wait for the response (retransmit on timeout), return it.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn rpc_call(
+    /// Run `f` on the AR's machine, then act on what it produced: its events first (a
+    /// Connect response sets up the cyclic and alarm machines before the parameter Write it
+    /// triggers goes out), then its datagrams.
+    pub(crate) fn cm_drive<R>(&self, ar: &ArInner, f: impl FnOnce(&mut Cmctl, Instant) -> R) -> R {
+        let now = rtsched::now();
+        let (r, events, out) = {
+            let mut g = ar.state.lock().unwrap_or_else(|p| p.into_inner());
+            let r = f(&mut g.cm, now);
+            let events: Vec<_> = std::iter::from_fn(|| g.cm.poll_event()).collect();
+            let out: Vec<_> = std::iter::from_fn(|| g.cm.poll_transmit()).collect();
+            (r, events, out)
+        };
+        for e in events {
+            self.on_cm_event(ar, e, now);
+        }
+        for d in out {
+            self.send_datagram(ar, d);
+        }
+        r
+    }
+
+    /// Wait until `take` finds what the caller waits for, running the machine's timers while
+    /// waiting (every timer of the machine belongs to a service some caller waits for).
+    pub(crate) fn cm_wait<T>(
         &self,
-        dst: Ipv4Addr,
-        object: Uuid,
-        activity: Uuid,
-        seq: u32,
+        ar: &ArInner,
+        mut take: impl FnMut(&mut ArCm) -> Option<T>,
+    ) -> T {
+        loop {
+            {
+                let mut g = ar.state.lock().unwrap_or_else(|p| p.into_inner());
+                loop {
+                    if let Some(t) = take(&mut g) {
+                        return t;
+                    }
+                    let now = rtsched::now();
+                    g = match g.cm.poll_timeout() {
+                        Some(due) if due <= now => break,
+                        Some(due) => {
+                            let left = StdDuration::from_nanos((due - now).as_nanos());
+                            ar.cond
+                                .wait_timeout(g, left)
+                                .unwrap_or_else(|p| p.into_inner())
+                                .0
+                        }
+                        None => ar.cond.wait(g).unwrap_or_else(|p| p.into_inner()),
+                    };
+                }
+            }
+            self.cm_drive(ar, |m, now| m.handle_timeout(now));
+        }
+    }
+
+    fn on_cm_event(&self, ar: &ArInner, e: CmctlEvent, now: Instant) {
+        let outcome = match e {
+            CmctlEvent::Connected(c) => match self.on_connected(ar, &c, now) {
+                Ok(()) => {
+                    self.set_state(ar, ArState::Parameterizing);
+                    return;
+                }
+                Err(e) => {
+                    ar.state
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .cm
+                        .abort();
+                    Outcome::Established(Err(e))
+                }
+            },
+            CmctlEvent::ParameterEnd => {
+                self.set_state(ar, ArState::WaitApplicationReady);
+                return;
+            }
+            CmctlEvent::Established => {
+                ar.enter_data_exchange();
+                self.set_state(ar, ArState::DataExchange);
+                Outcome::Established(Ok(()))
+            }
+            CmctlEvent::Failed {
+                phase: Phase::Release,
+                error,
+            } => Outcome::Released(Err(error)),
+            CmctlEvent::Failed { phase, error } => {
+                Outcome::Established(Err(cm_error(ar, phase.service(), error)))
+            }
+            CmctlEvent::Released => Outcome::Released(Ok(())),
+            CmctlEvent::RecordDone { id, result } => Outcome::Record(id, result),
+        };
+        {
+            let mut g = ar.state.lock().unwrap_or_else(|p| p.into_inner());
+            match outcome {
+                Outcome::Established(r) => {
+                    g.established.get_or_insert(r);
+                }
+                Outcome::Released(r) => g.released = Some(r),
+                Outcome::Record(id, r) => {
+                    g.records.insert(id, r);
+                }
+            }
+        }
+        ar.cond.notify_all();
+    }
+
+    /// The device accepted the Connect: its MAC and FrameIDs are known; the provider, the
+    /// consumer and the alarm channels start.
+    fn on_connected(&self, a: &ArInner, c: &Connected, now: Instant) -> Result<(), Error> {
+        let result = &c.response;
+        if let Some(d) = &result.module_diff {
+            let lines = cmreq::describe_module_diff(d);
+            if !lines.is_empty() {
+                tracing::warn!(ar = a.id, "ModuleDiffBlock: {}", lines.join("; "));
+            }
+        }
+        *a.module_diff.lock().unwrap_or_else(|p| p.into_inner()) = result.module_diff.clone();
+        a.set_mac(c.device_mac);
+        let (in_id, out_id) = (c.input_frame_id, c.output_frame_id);
+        if in_id != a.ids.input_frame_id {
+            tracing::warn!(
+                ar = a.id,
+                "the device answered input FrameID {in_id:#06x} for the requested {:#06x}; \
+                 using the device's",
+                a.ids.input_frame_id
+            );
+        }
+        a.frame_ids.store(
+            (u32::from(in_id) << 16) | u32::from(out_id),
+            Ordering::Release,
+        );
+        let t = CyclicTiming::new(a.timing.send_clock_factor, a.timing.reduction_ratio)
+            .map_err(|e| Error::Config(e.to_string()))?;
+        {
+            let mut io = a.io.lock().unwrap_or_else(|p| p.into_inner());
+            let eth = EthernetRepr {
+                dst: a.mac(),
+                src: self.info.mac,
+                vlan: Some(VlanTag::RT_CYCLIC),
+                ethertype: ethernet::ethertype::PROFINET,
+            };
+            // First slot: the next point of the cyclic thread's tick grid.
+            let origin = self.grid_origin.load(Ordering::Acquire);
+            let base = u64::from(self.cfg.send_clock_factor.max(1)) * 31_250;
+            let first = if origin == 0 || now.0 <= origin {
+                Instant(origin.max(now.0))
+            } else {
+                Instant(origin + (now.0 - origin).div_ceil(base) * base)
+            };
+            a.tx.lock().unwrap_or_else(|p| p.into_inner()).provider =
+                Some(Provider::new(eth, FrameId(out_id), t, first, 0));
+            io.consumer = Some(
+                Consumer::new(FrameId(in_id), t, a.timing.data_hold_factor, now)
+                    .with_source(a.mac())
+                    .with_c_sdu_len(a.layout.input.data_length as usize),
+            );
+            io.started_at = now;
+        }
+        if let Some(dev_ref) = result.device_alarm_ref {
+            let mk = |p| {
+                RtaMachine::new(RtaConfig::new(
+                    p,
+                    a.ids.alarm_ref,
+                    dev_ref,
+                    a.timing.rta_timeout_factor,
+                    a.timing.rta_retries,
+                ))
+            };
+            *a.alarm.lock().unwrap_or_else(|p| p.into_inner()) = Some(crate::alarms::AlarmState {
+                high: mk(AlarmPriority::High),
+                low: mk(AlarmPriority::Low),
+                history: Vec::new(),
+                delayed_acks: Vec::new(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Send one of the machine's datagrams. The ApplicationReady answer may be held back by
+    /// fault injection (an I/O fault: the machine has answered; the answer is late on the
+    /// wire).
+    fn send_datagram(&self, ar: &ArInner, d: Datagram) {
+        let to = SocketAddr::V4(d.to);
+        if d.kind == DatagramKind::ApplicationReadyResponse {
+            let fault = ar
+                .faults
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .app_ready;
+            if let AppReadyFault::Delay(delay) = fault {
+                tracing::info!(?delay, "fault injection: ApplicationReady response delayed");
+                if let Ok(u) = self.udp.try_clone() {
+                    std::thread::spawn(move || {
+                        std::thread::sleep(delay);
+                        let _ = u.send_to(&d.bytes, to);
+                    });
+                }
+                return;
+            }
+        }
+        // One socket serves as the client and the server endpoint (`d.via`).
+        let _ = self.udp.send_to(&d.bytes, to);
+    }
+
+    /// An RPC call without an AR (implicit read): the protocol crate's RPC client, fed with
+    /// the datagrams of its activity that the RPC thread hands over.
+    fn rpc_call_once(
+        &self,
+        mut client: RpcClient,
         opnum: u16,
         ndr_data: Vec<u8>,
         args_max: u32,
     ) -> Result<PnioResponse, Error> {
         let (tx, rx) = mpsc::channel();
+        let activity = client.activity();
         self.rpc_waiters
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(activity, tx);
-        let res = self.rpc_call_inner(dst, object, activity, seq, opnum, ndr_data, args_max, &rx);
+        let server = client.server();
+        let res = (|| {
+            client
+                .start(rtsched::now(), opnum, ndr_data, args_max)
+                .map_err(|e| call_error(server, e))?;
+            loop {
+                while let Some(b) = client.poll_transmit() {
+                    self.udp.send_to(&b, server).map_err(Error::Io)?;
+                }
+                let now = rtsched::now();
+                let due = client.poll_timeout().unwrap_or(now);
+                let done = match rx.recv_timeout(StdDuration::from_nanos((due - now).as_nanos())) {
+                    Ok(b) => match RpcPacket::parse(&b) {
+                        Ok(p) => client.handle_packet(rtsched::now(), &p),
+                        Err(_) => None,
+                    },
+                    Err(_) => client.handle_timeout(rtsched::now()),
+                };
+                if let Some(r) = done {
+                    return r.map_err(|e| call_error(server, e));
+                }
+            }
+        })();
         self.rpc_waiters
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&activity);
         res
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn rpc_call_inner(
-        &self,
-        dst: Ipv4Addr,
-        object: Uuid,
-        activity: Uuid,
-        seq: u32,
-        opnum: u16,
-        ndr_data: Vec<u8>,
-        args_max: u32,
-        rx: &Receiver<RpcPacket>,
-    ) -> Result<PnioResponse, Error> {
-        let drep = Drep::LITTLE_ENDIAN;
-        let header = RpcHeader::request(
-            drep,
-            object,
-            rpc::PNIO_DEVICE_INTERFACE,
-            activity,
-            seq,
-            opnum,
-        );
-        let body = PnioRequest::new(args_max, ndr_data)
-            .emit(drep)
-            .map_err(|e| Error::Protocol(format!("encode request: {e}")))?;
-        let packets = rpc::fragment(&header, &body, 1392, false)
-            .map_err(|e| Error::Protocol(format!("fragment request: {e}")))?;
-        let wire: Vec<Vec<u8>> = packets
-            .iter()
-            .map(|p| p.emit())
-            .collect::<Result<_, _>>()
-            .map_err(|e| Error::Protocol(format!("encode request: {e}")))?;
-        let addr = SocketAddr::V4(SocketAddrV4::new(dst, pn_protocol::wire::ip::PNIO_CM_PORT));
-        let mut frags: HashMap<u16, Vec<u8>> = HashMap::new();
-        let mut last_frag: Option<u16> = None;
-        let mut resp_header: Option<RpcHeader> = None;
-        for attempt in 0..=self.cfg.rpc_retries {
-            for w in &wire {
-                self.udp.send_to(w, addr).map_err(Error::Io)?;
-            }
-            let deadline = std::time::Instant::now() + self.cfg.rpc_timeout;
-            loop {
-                let left = deadline.saturating_duration_since(std::time::Instant::now());
-                if left.is_zero() {
-                    break;
-                }
-                let p = match rx.recv_timeout(left) {
-                    Ok(p) => p,
-                    Err(_) => break,
-                };
-                if p.header.sequence != seq {
-                    continue;
-                }
-                match p.header.packet_type {
-                    PacketType::Response => {
-                        if p.header.is_fragment() {
-                            if p.header.wants_fack() {
-                                self.send_fack(&p.header, addr);
-                            }
-                            // Bound the reassembly buffer (a response is at most the
-                            // ArgsMaximum we asked for; 1 MiB is far above any record).
-                            let held: usize = frags.values().map(Vec::len).sum();
-                            if held.saturating_add(p.body.len()) > 1 << 20 {
-                                return Err(Error::Protocol(
-                                    "fragmented RPC response larger than 1 MiB".into(),
-                                ));
-                            }
-                            frags.insert(p.header.fragment_num, p.body.clone());
-                            if p.header.is_last_fragment() {
-                                last_frag = Some(p.header.fragment_num);
-                            }
-                            resp_header.get_or_insert(p.header);
-                            if let Some(l) = last_frag {
-                                if (0..=l).all(|n| frags.contains_key(&n)) {
-                                    let mut all = Vec::new();
-                                    for n in 0..=l {
-                                        all.extend_from_slice(&frags[&n]);
-                                    }
-                                    let h = resp_header.unwrap_or(p.header);
-                                    return PnioResponse::parse(&all, h.drep)
-                                        .map_err(|e| Error::Protocol(format!("response: {e}")));
-                                }
-                            }
-                        } else {
-                            return PnioResponse::parse(&p.body, p.header.drep)
-                                .map_err(|e| Error::Protocol(format!("response: {e}")));
-                        }
-                    }
-                    PacketType::Fault | PacketType::Reject => {
-                        let st = rpc::FaultBody::parse(&p.body, p.header.drep)
-                            .map(|f| f.status)
-                            .unwrap_or(0);
-                        return Err(Error::RpcFault(st));
-                    }
-                    // Working / Fack / Nocall: the server is alive; keep waiting.
-                    _ => {}
-                }
-            }
-            tracing::debug!(attempt, opnum, "RPC timeout, retransmitting");
-        }
-        Err(Error::Timeout(format!(
-            "no RPC response from {dst} (opnum {opnum})"
-        )))
-    }
-
-    fn send_fack(&self, h: &RpcHeader, addr: SocketAddr) {
-        let fh = RpcHeader::reply_to(h, PacketType::Fack);
-        let body = FackBody {
-            version: 0,
-            window_size: 1,
-            max_tsdu: 1464,
-            max_frag_size: 1464,
-            serial_num: h.serial,
-            selack: vec![],
-        }
-        .emit(h.drep)
-        .unwrap_or_default();
-        if let Ok(b) = RpcPacket::new(fh, body).emit() {
-            let _ = self.udp.send_to(&b, addr);
-        }
     }
 
     // ------------------------------------------------------------------------------------
@@ -808,110 +923,50 @@ impl Shared {
         }
     }
 
+    /// A datagram on the PNIO-CM socket: routed to the AR's machine (a response to its call,
+    /// or the device's ApplicationReady), to an implicit call, or answered without an AR.
     fn on_udp(&self, buf: &[u8], from: SocketAddr) {
-        let Ok(p) = RpcPacket::parse(buf) else { return };
-        if p.header.packet_type == PacketType::Request {
-            self.on_rpc_request(p, from);
-            return;
-        }
-        let w = self.rpc_waiters.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(s) = w.get(&p.header.activity) {
-            let _ = s.send(p);
-        }
-    }
-
-    /// The RPC server: answers the device's ApplicationReady (IOXBlockReq, Control opnum).
-    fn on_rpc_request(&self, p: RpcPacket, from: SocketAddr) {
-        let h = p.header;
-        if h.opnum != rpc::opnum::CONTROL {
-            let rh = RpcHeader::reply_to(&h, PacketType::Reject);
-            if let Ok(b) = RpcPacket::new(
-                rh,
-                rpc::FaultBody {
-                    status: rpc::reject_status::NCA_OP_RNG_ERROR,
+        let SocketAddr::V4(from4) = from else { return };
+        let find = |pred: &dyn Fn(&ArInner) -> bool| {
+            let ars = self.ars.read().unwrap_or_else(|e| e.into_inner());
+            ars.iter().find(|a| pred(a)).cloned()
+        };
+        match server::classify(buf) {
+            Inbound::Call { activity } => {
+                if let Some(ar) = find(&|a| a.activity == activity) {
+                    self.cm_drive(&ar, |m, now| m.handle_datagram(now, from4, buf));
+                    return;
                 }
-                .emit(h.drep),
-            )
-            .emit()
-            {
+                let w = self.rpc_waiters.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(s) = w.get(&activity) {
+                    let _ = s.send(buf.to_vec());
+                }
+            }
+            Inbound::ApplicationReady { ar_uuid } => match find(&|a| a.ids.ar_uuid == ar_uuid) {
+                Some(ar) => {
+                    let fault = ar
+                        .faults
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .app_ready;
+                    if fault == AppReadyFault::Drop {
+                        // As if the request were lost: no answer, and the AR does not enter
+                        // data exchange (the device's retries meet the same fault).
+                        tracing::info!("fault injection: ApplicationReady response dropped");
+                        return;
+                    }
+                    self.cm_drive(&ar, |m, now| m.handle_datagram(now, from4, buf));
+                }
+                None => {
+                    if let Some(b) = server::refuse_unknown_ar(buf) {
+                        let _ = self.udp.send_to(&b, from);
+                    }
+                }
+            },
+            Inbound::Refuse(b) => {
                 let _ = self.udp.send_to(&b, from);
             }
-            return;
-        }
-        let Ok(req) = PnioRequest::parse(&p.body, h.drep) else {
-            return;
-        };
-        let Some(Ok(b)) = blocks(&req.data).next() else {
-            return;
-        };
-        let Ok(cb) = ControlBlock::parse(&b) else {
-            return;
-        };
-        if cb.block_type != control::block_type::APPLICATION_READY_REQ {
-            return;
-        }
-        let ar = {
-            let ars = self.ars.read().unwrap_or_else(|e| e.into_inner());
-            ars.iter().find(|a| a.ids.ar_uuid == cb.ar_uuid).cloned()
-        };
-        let (status, fault) = match &ar {
-            Some(a) => (
-                PnioStatus::OK,
-                a.faults.lock().unwrap_or_else(|e| e.into_inner()).app_ready,
-            ),
-            // Unknown AR: negative answer (ErrorCode CONTROL, PNIO, CMRPC 0x40, "AR UUID
-            // unknown" 5; Wireshark packet-dcerpc-pn-io.c pn_io_error_code2_pnio_64).
-            None => (
-                PnioStatus::new(
-                    PnioStatus::CODE_CONTROL,
-                    PnioStatus::DECODE_PNIO,
-                    0x40,
-                    0x05,
-                ),
-                AppReadyFault::Normal,
-            ),
-        };
-        let mut w = Writer::new();
-        let _ = cb.response().emit(&mut w);
-        let data = if status.is_ok() {
-            w.into_inner()
-        } else {
-            Vec::new()
-        };
-        let resp = PnioResponse::to_request(&req, status, data);
-        let mut rh = RpcHeader::response_to(&h);
-        rh.server_boot = 0;
-        let Ok(body) = resp.emit(h.drep) else { return };
-        let Ok(bytes) = RpcPacket::new(rh, body).emit() else {
-            return;
-        };
-        let send = {
-            let udp = self.udp.try_clone();
-            move || {
-                if let Ok(u) = udp {
-                    let _ = u.send_to(&bytes, from);
-                }
-            }
-        };
-        match fault {
-            AppReadyFault::Drop => {
-                tracing::info!("fault injection: ApplicationReady response dropped");
-                return;
-            }
-            AppReadyFault::Delay(d) => {
-                tracing::info!(?d, "fault injection: ApplicationReady response delayed");
-                std::thread::spawn(move || {
-                    std::thread::sleep(d);
-                    send();
-                });
-            }
-            AppReadyFault::Normal => send(),
-        }
-        if let Some(a) = ar {
-            if status.is_ok() {
-                a.enter_data_exchange();
-                self.set_state(&a, ArState::DataExchange);
-            }
+            Inbound::Ignore => {}
         }
     }
 
@@ -999,7 +1054,11 @@ impl ArInner {
     }
 
     fn state(&self) -> ArState {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .state
+            .clone()
     }
 
     /// Restart the consumer watchdog when data exchange begins.
@@ -1461,13 +1520,48 @@ impl Controller {
         timing.send_clock_factor = sh.cfg.send_clock_factor;
         let mut outputs = cfg.initial_outputs.clone();
         outputs.resize(layout.output.area_len as usize, 0);
+        let connect_request = cmreq::connect_request(&model, &layout, &ids, &timing)
+            .map_err(Error::Config)?
+            .emit()
+            .map_err(|e| Error::Protocol(format!("cannot encode Connect: {e}")))?;
+        // Parameter records, written between the Connect and PrmEnd.
+        let parameters = model
+            .submodules()
+            .flat_map(|(m, s)| {
+                s.params.iter().map(move |p| {
+                    (
+                        RecordAddress::new(0, m.slot, s.subslot, p.index),
+                        p.data.clone(),
+                    )
+                })
+            })
+            .collect();
+        let activity = random_uuid();
+        let cm_cfg = CmctlConfig {
+            ar_uuid: ids.ar_uuid,
+            session_key: ids.session_key,
+            device: SocketAddrV4::new(device_ip, pn_protocol::wire::ip::PNIO_CM_PORT),
+            object: Uuid::pnio_object(1, model.device_id, model.vendor_id),
+            activity,
+            device_mac: dev.as_ref().map(|d| d.mac).unwrap_or(MacAddr::ZERO),
+            connect_request,
+            parameters,
+            first_record_seq: 1,
+            rpc: rpc_client_config(&sh.cfg),
+            app_ready_timeout: Duration::from(cfg.app_ready_timeout),
+        };
         let ar = Arc::new(ArInner {
             id,
-            object: Uuid::pnio_object(1, model.device_id, model.vendor_id),
-            activity: random_uuid(),
-            seq: AtomicU32::new(0),
-            record_seq: AtomicU16::new(1),
-            state: Mutex::new(ArState::Connecting),
+            activity,
+            // The machine starts with its Connect request queued; it goes out from
+            // `establish`, once the AR is in the list the RPC thread routes answers by.
+            state: Mutex::new(ArCm {
+                state: ArState::Connecting,
+                cm: Cmctl::new(cm_cfg, rtsched::now()),
+                established: None,
+                records: HashMap::new(),
+                released: None,
+            }),
             cond: Condvar::new(),
             io: Mutex::new(ArIo {
                 consumer: None,
@@ -1508,9 +1602,10 @@ impl Controller {
             shared: sh.clone(),
             ar: ar.clone(),
         };
-        match h.establish(cfg.app_ready_timeout) {
+        match h.establish() {
             Ok(()) => Ok(h),
             Err(e) => {
+                sh.cm_drive(&ar, |m, _| m.abort());
                 // When the device accepted the Connect, it holds the AR: tell it (ERR-RTA)
                 // instead of leaving it to hold the AR until its own timeout (p-net refused
                 // new Connects for about a minute after an abandoned start-up).
@@ -1542,195 +1637,24 @@ impl Drop for Controller {
 }
 
 impl ArHandle {
-    fn next_seq(&self) -> u32 {
-        self.ar.seq.fetch_add(1, Ordering::Relaxed)
-    }
-
-    fn call(&self, opnum: u16, data: Vec<u8>, args_max: u32) -> Result<PnioResponse, Error> {
-        let seq = self.next_seq();
-        self.shared.rpc_call(
-            self.ar.device_ip,
-            self.ar.object,
-            self.ar.activity,
-            seq,
-            opnum,
-            data,
-            args_max,
-        )
-    }
-
-    fn establish(&self, app_ready_timeout: StdDuration) -> Result<(), Error> {
-        let a = &self.ar;
-        let sh = &self.shared;
-        let req = cmreq::connect_request(&a.model, &a.layout, &a.ids, &a.timing)
-            .map_err(Error::Config)?
-            .emit()
-            .map_err(|e| Error::Protocol(format!("cannot encode Connect: {e}")))?;
-        let resp = self.call(rpc::opnum::CONNECT, req, 4096)?;
-        let result = cmreq::parse_connect_response(&resp.data).map_err(Error::Protocol)?;
-        if let Some(d) = &result.module_diff {
-            let lines = cmreq::describe_module_diff(d);
-            if !lines.is_empty() {
-                tracing::warn!(ar = a.id, "ModuleDiffBlock: {}", lines.join("; "));
+    /// Connect .. ApplicationReady: the machine runs (the RPC thread feeds it the device's
+    /// datagrams); this waits for its outcome, or for the AR to end otherwise (an alarm
+    /// channel's abort).
+    fn establish(&self) -> Result<(), Error> {
+        let (sh, a) = (&self.shared, &self.ar);
+        // Send the queued Connect request.
+        sh.cm_drive(a, |_, _| ());
+        sh.cm_wait(a, |g| {
+            if let Some(r) = g.established.take() {
+                return Some(r);
             }
-        }
-        *a.module_diff.lock().unwrap_or_else(|p| p.into_inner()) = result.module_diff.clone();
-        if !resp.status.is_ok() {
-            return Err(Error::Rejected {
-                what: "Connect",
-                status: resp.status,
-            });
-        }
-        if let Some(arres) = &result.ar {
-            let m = MacAddr(arres.cm_responder_mac);
-            if !m.is_multicast() && m != MacAddr::ZERO {
-                a.set_mac(m);
+            match &g.state {
+                ArState::Released | ArState::Aborted(_) => {
+                    Some(Err(Error::Aborted(format!("{:?}", g.state))))
+                }
+                _ => None,
             }
-        }
-        if a.mac() == MacAddr::ZERO {
-            return Err(Error::Protocol(
-                "device MAC unknown (no DCP answer, no ARBlockRes)".into(),
-            ));
-        }
-        let (Some(in_id), Some(out_id)) = (result.input_frame_id, result.output_frame_id) else {
-            return Err(Error::Protocol(
-                "the Connect response lacks an IOCRBlockRes for the input or the output CR".into(),
-            ));
-        };
-        if in_id != a.ids.input_frame_id {
-            tracing::warn!(
-                ar = a.id,
-                "the device answered input FrameID {in_id:#06x} for the requested {:#06x}; \
-                 using the device's",
-                a.ids.input_frame_id
-            );
-        }
-        a.frame_ids.store(
-            (u32::from(in_id) << 16) | u32::from(out_id),
-            Ordering::Release,
-        );
-        let now = rtsched::now();
-        let t = CyclicTiming::new(a.timing.send_clock_factor, a.timing.reduction_ratio)
-            .map_err(|e| Error::Config(e.to_string()))?;
-        {
-            let mut io = a.io.lock().unwrap_or_else(|p| p.into_inner());
-            let eth = EthernetRepr {
-                dst: a.mac(),
-                src: sh.info.mac,
-                vlan: Some(VlanTag::RT_CYCLIC),
-                ethertype: ethernet::ethertype::PROFINET,
-            };
-            // First slot: the next point of the cyclic thread's tick grid.
-            let origin = sh.grid_origin.load(Ordering::Acquire);
-            let base = u64::from(sh.cfg.send_clock_factor.max(1)) * 31_250;
-            let first = if origin == 0 || now.0 <= origin {
-                Instant(origin.max(now.0))
-            } else {
-                Instant(origin + (now.0 - origin).div_ceil(base) * base)
-            };
-            a.tx.lock().unwrap_or_else(|p| p.into_inner()).provider =
-                Some(Provider::new(eth, FrameId(out_id), t, first, 0));
-            io.consumer = Some(
-                Consumer::new(FrameId(in_id), t, a.timing.data_hold_factor, now)
-                    .with_source(a.mac())
-                    .with_c_sdu_len(a.layout.input.data_length as usize),
-            );
-            io.started_at = now;
-        }
-        if let Some(dev_ref) = result.device_alarm_ref {
-            let mk = |p| {
-                RtaMachine::new(RtaConfig::new(
-                    p,
-                    a.ids.alarm_ref,
-                    dev_ref,
-                    a.timing.rta_timeout_factor,
-                    a.timing.rta_retries,
-                ))
-            };
-            *a.alarm.lock().unwrap_or_else(|p| p.into_inner()) = Some(crate::alarms::AlarmState {
-                high: mk(AlarmPriority::High),
-                low: mk(AlarmPriority::Low),
-                history: Vec::new(),
-                delayed_acks: Vec::new(),
-            });
-        }
-        sh.set_state(a, ArState::Parameterizing);
-        // Parameter records (MultipleWrite, or a single Write for one record).
-        let records: Vec<(RecordAddress, Vec<u8>)> = a
-            .model
-            .submodules()
-            .flat_map(|(m, s)| {
-                s.params.iter().map(move |p| {
-                    (
-                        RecordAddress::new(0, m.slot, s.subslot, p.index),
-                        p.data.clone(),
-                    )
-                })
-            })
-            .collect();
-        if !records.is_empty() {
-            let seq = a.record_seq.fetch_add(1, Ordering::Relaxed);
-            let req = if records.len() == 1 {
-                let (addr, d) = records[0].clone();
-                WriteRequest::single(seq, a.ids.ar_uuid.0, addr, d)
-            } else {
-                let recs = records
-                    .into_iter()
-                    .map(|(addr, d)| WriteRecord {
-                        header: WriteReqHeaderRepr {
-                            seq_number: a.record_seq.fetch_add(1, Ordering::Relaxed),
-                            ar_uuid: a.ids.ar_uuid.0,
-                            address: addr,
-                            record_data_length: d.len() as u32,
-                        },
-                        data: d,
-                    })
-                    .collect();
-                WriteRequest::multiple(seq, a.ids.ar_uuid.0, recs)
-            }
-            .and_then(|r| r.to_bytes())
-            .map_err(|e| Error::Protocol(e.to_string()))?;
-            let resp = self.call(rpc::opnum::WRITE, req, 4096)?;
-            let wr = WriteResponse::parse(&resp.data).ok();
-            let st = if resp.status.is_ok() {
-                wr.as_ref()
-                    .map(|w| w.overall_status())
-                    .unwrap_or(PnioStatus::OK)
-            } else {
-                resp.status
-            };
-            if !st.is_ok() {
-                return Err(Error::Rejected {
-                    what: "parameter Write",
-                    status: st,
-                });
-            }
-        }
-        // PrmEnd.
-        let mut w = Writer::new();
-        ControlBlock::prm_end_req(a.ids.ar_uuid, a.ids.session_key)
-            .emit(&mut w)
-            .map_err(|e| Error::Protocol(e.to_string()))?;
-        sh.set_state(a, ArState::WaitApplicationReady);
-        let resp = self.call(rpc::opnum::CONTROL, w.into_inner(), 1024)?;
-        if !resp.status.is_ok() {
-            return Err(Error::Rejected {
-                what: "PrmEnd",
-                status: resp.status,
-            });
-        }
-        // Wait for ApplicationReady (answered by the RPC thread).
-        let st = self.wait_state(
-            |s| !matches!(s, ArState::WaitApplicationReady | ArState::Parameterizing),
-            app_ready_timeout,
-        );
-        match st {
-            ArState::DataExchange => Ok(()),
-            ArState::WaitApplicationReady => {
-                Err(Error::Timeout("no ApplicationReady from the device".into()))
-            }
-            other => Err(Error::Aborted(format!("{other:?}"))),
-        }
+        })
     }
 
     /// Wait until `pred(state)` holds or `timeout` passes; returns the state then.
@@ -1738,12 +1662,12 @@ impl ArHandle {
         let deadline = std::time::Instant::now() + timeout;
         let mut g = self.ar.state.lock().unwrap_or_else(|p| p.into_inner());
         loop {
-            if pred(&g) {
-                return g.clone();
+            if pred(&g.state) {
+                return g.state.clone();
             }
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             if left.is_zero() {
-                return g.clone();
+                return g.state.clone();
             }
             g = self
                 .ar
@@ -1884,18 +1808,12 @@ impl ArHandle {
         index: u16,
         max_len: u32,
     ) -> Result<Vec<u8>, Error> {
-        let hdr = ReadReqHeaderRepr {
-            seq_number: self.ar.record_seq.fetch_add(1, Ordering::Relaxed),
-            ar_uuid: self.ar.ids.ar_uuid.0,
-            address: RecordAddress::new(self.ar.model.api, slot, subslot, index),
-            record_data_length: max_len,
-            target_ar_uuid: record::NIL_UUID,
-        };
-        let req = ReadRequest::new(hdr)
-            .to_bytes()
-            .map_err(|e| Error::Protocol(e.to_string()))?;
-        let resp = self.call(rpc::opnum::READ, req, max_len.saturating_add(64))?;
-        read_result(resp)
+        let addr = RecordAddress::new(self.ar.model.api, slot, subslot, index);
+        let id = self
+            .shared
+            .cm_drive(&self.ar, |m, now| m.read_record(now, addr, max_len));
+        let r = self.shared.cm_wait(&self.ar, |g| g.records.remove(&id));
+        r.map_err(|e| cm_error(&self.ar, "Read", e))
     }
 
     /// Write a record within the AR.
@@ -1906,29 +1824,12 @@ impl ArHandle {
         index: u16,
         data: &[u8],
     ) -> Result<(), Error> {
-        let req = WriteRequest::single(
-            self.ar.record_seq.fetch_add(1, Ordering::Relaxed),
-            self.ar.ids.ar_uuid.0,
-            RecordAddress::new(self.ar.model.api, slot, subslot, index),
-            data.to_vec(),
-        )
-        .and_then(|r| r.to_bytes())
-        .map_err(|e| Error::Protocol(e.to_string()))?;
-        let resp = self.call(rpc::opnum::WRITE, req, 1024)?;
-        let wr = WriteResponse::parse(&resp.data).ok();
-        let st = if resp.status.is_ok() {
-            wr.map(|w| w.overall_status()).unwrap_or(PnioStatus::OK)
-        } else {
-            resp.status
-        };
-        if st.is_ok() {
-            Ok(())
-        } else {
-            Err(Error::Rejected {
-                what: "Write",
-                status: st,
-            })
-        }
+        let addr = RecordAddress::new(self.ar.model.api, slot, subslot, index);
+        let id = self
+            .shared
+            .cm_drive(&self.ar, |m, now| m.write_record(now, addr, data));
+        let r = self.shared.cm_wait(&self.ar, |g| g.records.remove(&id));
+        r.map(|_| ()).map_err(|e| cm_error(&self.ar, "Write", e))
     }
 
     /// Read I&M`n` (0..=4) of a submodule (DAP: slot 0, subslot 1) and decode it.
@@ -1956,22 +1857,11 @@ impl ArHandle {
         // The device stops its provider when it takes the Release: the input frames end
         // before its answer, so the consumer's watchdog must not judge them any more.
         self.ar.releasing.store(true, Ordering::Release);
-        let mut w = Writer::new();
-        ControlBlock::release_req(self.ar.ids.ar_uuid, self.ar.ids.session_key)
-            .emit(&mut w)
-            .map_err(|e| Error::Protocol(e.to_string()))?;
-        let r = self.call(rpc::opnum::RELEASE, w.into_inner(), 1024);
+        self.shared.cm_drive(&self.ar, |m, now| m.release(now));
+        let r = self.shared.cm_wait(&self.ar, |g| g.released.clone());
         self.shared.set_state(&self.ar, ArState::Released);
         self.remove();
-        let resp = r?;
-        if resp.status.is_ok() {
-            Ok(())
-        } else {
-            Err(Error::Rejected {
-                what: "Release",
-                status: resp.status,
-            })
-        }
+        r.map_err(|e| cm_error(&self.ar, "Release", e))
     }
 
     /// Send ERR-RTA with `reason` on the low alarm channel, if the AR got as far as having
@@ -1990,6 +1880,7 @@ impl ArHandle {
 
     /// Abort the AR: send ERR-RTA (AR abort request) on the low alarm channel and stop.
     pub fn abort(&self) {
+        self.shared.cm_drive(&self.ar, |m, _| m.abort());
         self.send_abort(wrta::abort_reason::AR_ABORT_REQ);
         self.shared.set_state(
             &self.ar,
@@ -2004,17 +1895,44 @@ impl ArHandle {
     }
 }
 
-fn read_result(resp: PnioResponse) -> Result<Vec<u8>, Error> {
-    if !resp.status.is_ok() {
-        // The ReadResHeader may still be present; the status is what matters.
-        return Err(Error::Rejected {
-            what: "Read",
-            status: resp.status,
-        });
+/// What the shell waits for, from one machine event.
+enum Outcome {
+    Established(Result<(), Error>),
+    Released(Result<(), CmctlError>),
+    Record(RecordId, Result<Vec<u8>, CmctlError>),
+}
+
+/// The RPC client's timing from the controller's configuration.
+fn rpc_client_config(cfg: &ControllerConfig) -> RpcClientConfig {
+    RpcClientConfig {
+        timeout: Duration::from(cfg.rpc_timeout),
+        retries: cfg.rpc_retries,
+        ..RpcClientConfig::default()
     }
-    let r = ReadResponse::parse(&resp.data)
-        .map_err(|e| Error::Protocol(format!("read response: {e}")))?;
-    Ok(r.data)
+}
+
+fn call_error(server: SocketAddrV4, e: CallError) -> Error {
+    match e {
+        CallError::Timeout { opnum } => Error::Timeout(format!(
+            "no RPC response from {} (opnum {opnum})",
+            server.ip()
+        )),
+        CallError::Fault(st) => Error::RpcFault(st),
+        CallError::Protocol(s) => Error::Protocol(s),
+    }
+}
+
+/// The controller's error for a failed step or record service (`what`: the service's name).
+fn cm_error(ar: &ArInner, what: &'static str, e: CmctlError) -> Error {
+    match e {
+        CmctlError::Call(c) => call_error(SocketAddrV4::new(ar.device_ip, 0), c),
+        CmctlError::Rejected(status) => Error::Rejected { what, status },
+        CmctlError::Protocol(s) => Error::Protocol(s),
+        CmctlError::NoApplicationReady => {
+            Error::Timeout("no ApplicationReady from the device".into())
+        }
+        CmctlError::Aborted => Error::Aborted(format!("{what}: the AR ended")),
+    }
 }
 
 /// Implicit read (no AR needed): Read Implicit to the device's IP.
@@ -2036,14 +1954,24 @@ pub(crate) fn read_implicit(
     let req = ReadRequest::new(hdr)
         .to_bytes()
         .map_err(|e| Error::Protocol(e.to_string()))?;
-    let resp = sh.rpc_call(
-        ip,
+    let client = RpcClient::new(
+        rpc_client_config(&sh.cfg),
+        SocketAddrV4::new(ip, pn_protocol::wire::ip::PNIO_CM_PORT),
         Uuid::pnio_object(1, device_id, vendor_id),
         random_uuid(),
         0,
+    );
+    let resp = sh.rpc_call_once(
+        client,
         rpc::opnum::READ_IMPLICIT,
         req,
         max_len.saturating_add(64),
     )?;
-    read_result(resp)
+    cmctl::read_result(&resp).map_err(|e| match e {
+        CmctlError::Rejected(status) => Error::Rejected {
+            what: "Read",
+            status,
+        },
+        other => Error::Protocol(other.to_string()),
+    })
 }

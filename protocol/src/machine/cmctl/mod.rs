@@ -365,8 +365,17 @@ impl Cmctl {
     /// still waiting end with [`CmctlError::Aborted`]. A release while the AR is still being
     /// established ends that first ([`CmctlEvent::Failed`] with `Aborted`).
     pub fn release(&mut self, now: Instant) {
-        if matches!(self.state, CmctlState::Closed | CmctlState::Releasing) {
-            return;
+        match self.state {
+            // Every release gets an answer: an ended AR has nothing to release.
+            CmctlState::Closed => {
+                self.events.push_back(CmctlEvent::Failed {
+                    phase: Phase::Release,
+                    error: CmctlError::Aborted,
+                });
+                return;
+            }
+            CmctlState::Releasing => return,
+            _ => {}
         }
         if let Some(Current::Step(phase)) = self.current {
             self.client.cancel();
@@ -690,8 +699,8 @@ impl Cmctl {
     }
 }
 
-/// The record data of a Read response.
-fn read_result(resp: &PnioResponse) -> Result<Vec<u8>, CmctlError> {
+/// The record data of a Read response (also of an implicit Read, made without an AR).
+pub fn read_result(resp: &PnioResponse) -> Result<Vec<u8>, CmctlError> {
     if !resp.status.is_ok() {
         // The ReadResHeader may still be present; the status is what matters.
         return Err(CmctlError::Rejected(resp.status));
