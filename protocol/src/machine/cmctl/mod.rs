@@ -415,6 +415,9 @@ impl Cmctl {
         }
         self.client.cancel();
         self.abort_ops();
+        // Requests of the ended calls not yet sent stay unsent; answers to the device's
+        // requests still go out.
+        self.tx.retain(|d| d.kind != DatagramKind::Call);
         self.state = CmctlState::Closed;
     }
 

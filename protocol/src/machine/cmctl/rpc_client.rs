@@ -186,6 +186,7 @@ impl RpcClient {
     /// Drop the call in flight without a result (the AR ended).
     pub fn cancel(&mut self) {
         self.call = None;
+        self.tx.clear();
     }
 
     /// A packet from the server. Returns the call's result when this packet ended it; packets

@@ -584,3 +584,118 @@ fn the_server_routes_and_refuses() {
     assert_eq!(resp.status.to_bytes(), [0xDD, 0x81, 0x40, 0x05]);
     assert!(resp.data.is_empty());
 }
+
+#[test]
+fn a_fragmented_response_is_put_together_and_acknowledged() {
+    let mut m = established();
+    let data: Vec<u8> = (0..600u32).map(|i| i as u8).collect();
+    let id = m.read_record(T0, RecordAddress::new(0, 0, 1, 0xAFF0), 1024);
+    let (p, r) = one_request(&mut m);
+    let rreq = ReadRequest::parse(&r.data).unwrap();
+    let rres = ReadResponse::answering(&rreq.header, data.clone())
+        .unwrap()
+        .to_bytes()
+        .unwrap();
+    let body = PnioResponse::to_request(&r, PnioStatus::OK, rres)
+        .emit(p.header.drep)
+        .unwrap();
+    // The device asks for a FACK per fragment; the last fragment arrives first.
+    let mut frags = rpc::fragment(&RpcHeader::response_to(&p.header), &body, 256, true).unwrap();
+    assert!(frags.len() >= 3);
+    frags.rotate_right(1);
+    for (i, f) in frags.iter().enumerate() {
+        m.handle_datagram(T0, DEV_SERVER, &f.emit().unwrap());
+        // Every fragment but the last asks for a FACK.
+        if f.header.wants_fack() {
+            let d = m.poll_transmit().expect("a FACK");
+            assert_eq!((d.to, d.kind), (DEV_SERVER, DatagramKind::Call));
+            let fack = RpcPacket::parse(&d.bytes).unwrap();
+            assert_eq!(fack.header.packet_type, PacketType::Fack);
+            assert_eq!(fack.header.activity, p.header.activity);
+        }
+        assert!(m.poll_transmit().is_none());
+        let done = events(&mut m);
+        if i + 1 < frags.len() {
+            assert!(done.is_empty(), "incomplete after fragment {i}");
+        } else {
+            assert_eq!(
+                done,
+                vec![CmctlEvent::RecordDone {
+                    id,
+                    result: Ok(data.clone())
+                }]
+            );
+        }
+    }
+    assert!(m.poll_transmit().is_none());
+    assert_eq!(m.poll_timeout(), None);
+}
+
+#[test]
+fn a_late_duplicate_response_after_a_retransmission_is_ignored() {
+    let mut m = established();
+    let id = m.write_record(T0, RecordAddress::new(0, 1, 1, 123), &[1]);
+    let (p, r) = one_request(&mut m);
+    m.handle_timeout(T0 + ms(1000));
+    let (p2, _) = one_request(&mut m);
+    assert_eq!(p2.header.sequence, p.header.sequence, "the same call again");
+    let wreq = WriteRequest::parse(&r.data).unwrap();
+    let wres = WriteResponse::answering(&wreq, &[PnioStatus::OK])
+        .unwrap()
+        .to_bytes()
+        .unwrap();
+    let resp = answer(&p, &r, PnioStatus::OK, wres);
+    // The device answers both sends.
+    m.handle_datagram(T0 + ms(1001), DEV_SERVER, &resp);
+    m.handle_datagram(T0 + ms(1002), DEV_SERVER, &resp);
+    assert_eq!(
+        events(&mut m),
+        vec![CmctlEvent::RecordDone {
+            id,
+            result: Ok(vec![])
+        }]
+    );
+    assert!(m.poll_transmit().is_none());
+}
+
+#[test]
+fn release_while_waiting_for_application_ready_ends_the_wait() {
+    let mut m = Cmctl::new(config(two_parameters()), T0);
+    let (p, r) = up_to_prm_end(&mut m, T0);
+    m.handle_datagram(T0, DEV_SERVER, &answer(&p, &r, PnioStatus::OK, vec![]));
+    events(&mut m);
+    m.release(T0 + ms(5));
+    assert_eq!(
+        events(&mut m),
+        vec![CmctlEvent::Failed {
+            phase: Phase::ApplicationReady,
+            error: CmctlError::Aborted
+        }]
+    );
+    let (p, r) = one_request(&mut m);
+    assert_eq!(p.header.opnum, rpc::opnum::RELEASE);
+    // Only the Release's own timer runs now.
+    assert_eq!(m.poll_timeout(), Some(T0 + ms(5) + ms(1000)));
+    m.handle_datagram(T0, DEV_SERVER, &answer(&p, &r, PnioStatus::OK, vec![]));
+    assert_eq!(events(&mut m), vec![CmctlEvent::Released]);
+}
+
+#[test]
+fn every_release_gets_an_answer_even_on_an_ended_ar() {
+    let mut m = Cmctl::new(config(vec![]), T0);
+    // Aborted before the Connect request left: it never does.
+    m.abort();
+    events(&mut m);
+    m.release(T0);
+    assert_eq!(
+        events(&mut m),
+        vec![CmctlEvent::Failed {
+            phase: Phase::Release,
+            error: CmctlError::Aborted
+        }]
+    );
+    assert!(
+        m.poll_transmit().is_none(),
+        "nothing to release on the wire"
+    );
+}
