@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::mpsc::{self};
+use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration as StdDuration;
 
@@ -25,7 +25,7 @@ use pn_protocol::wire::pnio::alarm::AlarmPriority;
 use pn_protocol::wire::pnio::record::{self, ReadReqHeaderRepr, ReadRequest, RecordAddress};
 use pn_protocol::wire::rpc::{self, PnioResponse, RpcPacket, Uuid};
 use pn_protocol::wire::rt::FrameId;
-use pn_protocol::wire::rta::{self as wrta};
+use pn_protocol::wire::rta as wrta;
 
 use crate::ar::{phase, ArCm, ArConfig, ArHandle, ArInner, ArState, Inputs};
 use crate::cmreq::{self, ArIds};
@@ -41,9 +41,10 @@ impl Shared {
     // Connection management: the shell around each AR's CMCTL machine
     // ------------------------------------------------------------------------------------
 
-    /// Run `f` on the AR's machine, then act on what it produced: its events first (a
-    /// Connect response sets up the cyclic and alarm machines before the parameter Write it
-    /// triggers goes out), then its datagrams.
+    /// Run `f` on the AR's machine, then act on what it produced: answers to the device's
+    /// requests go out first (ApplicationReady is confirmed before the AR counts as in data
+    /// exchange), then the events are acted on, then our own requests (a Connect response
+    /// sets up the cyclic and alarm machines before the parameter Write it triggers goes out).
     pub(crate) fn cm_drive<R>(&self, ar: &ArInner, f: impl FnOnce(&mut Cmctl, Instant) -> R) -> R {
         let now = rtsched::now();
         let (r, events, out) = {
@@ -53,10 +54,29 @@ impl Shared {
             let out: Vec<_> = std::iter::from_fn(|| g.cm.poll_transmit()).collect();
             (r, events, out)
         };
-        for e in events {
-            self.on_cm_event(ar, e, now);
+        let (mut calls, answers): (Vec<_>, Vec<_>) =
+            out.into_iter().partition(|d| d.kind == DatagramKind::Call);
+        for d in answers {
+            self.send_datagram(ar, d);
         }
-        for d in out {
+        let mut refused = false;
+        for e in events {
+            refused |= !self.on_cm_event(ar, e, now);
+        }
+        if refused {
+            // The shell could not take the connection up: the machine ends, and the requests
+            // it made meanwhile stay unsent.
+            calls.clear();
+            let events: Vec<_> = {
+                let mut g = ar.state.lock().unwrap_or_else(|p| p.into_inner());
+                g.cm.abort();
+                std::iter::from_fn(|| g.cm.poll_event()).collect()
+            };
+            for e in events {
+                self.on_cm_event(ar, e, now);
+            }
+        }
+        for d in calls {
             self.send_datagram(ar, d);
         }
         r
@@ -94,25 +114,24 @@ impl Shared {
         }
     }
 
-    pub(crate) fn on_cm_event(&self, ar: &ArInner, e: CmctlEvent, now: Instant) {
+    /// Act on one event of the machine; false when the shell cannot go on with the AR (the
+    /// caller then aborts the machine).
+    pub(crate) fn on_cm_event(&self, ar: &ArInner, e: CmctlEvent, now: Instant) -> bool {
+        let mut go_on = true;
         let outcome = match e {
             CmctlEvent::Connected(c) => match self.on_connected(ar, &c, now) {
                 Ok(()) => {
                     self.set_state(ar, ArState::Parameterizing);
-                    return;
+                    return true;
                 }
                 Err(e) => {
-                    ar.state
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .cm
-                        .abort();
+                    go_on = false;
                     Outcome::Established(Err(e))
                 }
             },
             CmctlEvent::ParameterEnd => {
                 self.set_state(ar, ArState::WaitApplicationReady);
-                return;
+                return true;
             }
             CmctlEvent::Established => {
                 ar.enter_data_exchange();
@@ -142,6 +161,7 @@ impl Shared {
             }
         }
         ar.cond.notify_all();
+        go_on
     }
 
     /// The device accepted the Connect: its MAC and FrameIDs are known; the provider, the
