@@ -1,7 +1,19 @@
 //! Alarm reception: the two RTA channels of an AR and decoded alarm records.
 
-use pn_protocol::machine::rta::RtaMachine;
-use pn_protocol::time::Instant;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use pn_protocol::machine::rta::{RtaEvent, RtaMachine};
+use pn_protocol::time::{Duration, Instant};
+use pn_protocol::wire::ethernet::{self, EthernetRepr, VlanTag};
+use pn_protocol::wire::field::Writer;
+use pn_protocol::wire::pnio::alarm::AlarmPdu;
+use pn_protocol::wire::pnio::PnioStatus;
+use pn_protocol::wire::rta::{self as wrta, RtaPduType};
+
+use crate::ar::{ArInner, ArState};
+use crate::controller::{Event, Shared};
+use crate::faults::AlarmAckFault;
 use pn_protocol::wire::pnio::alarm::{alarm_type, AlarmNotificationRepr, AlarmPriority};
 use pn_protocol::wire::pnio::diagnosis::{ChannelProperties, UserStructure};
 
@@ -151,6 +163,188 @@ pub fn describe(u: &UserStructure) -> Vec<String> {
             .collect(),
         UserStructure::Other { usi, data } => {
             vec![format!("USI {usi:#06x}: {}", hex::encode(data))]
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------------------
+// The RTA shell: alarm frames to and from the RTA machines of each AR
+// ----------------------------------------------------------------------------------------
+
+impl Shared {
+    pub(crate) fn on_alarm_frame(
+        &self,
+        ar: &Arc<ArInner>,
+        frame_id: u16,
+        pdu: &[u8],
+        now: Instant,
+    ) {
+        let mut events = Vec::new();
+        {
+            let mut g = ar.alarm.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(st) = g.as_mut() else { return };
+            let m = if frame_id == wrta::FRAME_ID_ALARM_HIGH {
+                &mut st.high
+            } else {
+                &mut st.low
+            };
+            m.handle(pdu, now);
+            while let Some(e) = m.poll_event() {
+                events.push((frame_id, e));
+            }
+        }
+        self.handle_rta_events(ar, events, now);
+        self.flush_alarm_tx(ar, now);
+    }
+
+    pub(crate) fn handle_rta_events(
+        &self,
+        ar: &Arc<ArInner>,
+        events: Vec<(u16, RtaEvent)>,
+        now: Instant,
+    ) {
+        for (fid, e) in events {
+            match e {
+                RtaEvent::Received(var) => match AlarmPdu::parse(&var) {
+                    Ok(AlarmPdu::Notification(n)) => {
+                        ar.alarms_received.fetch_add(1, Ordering::Relaxed);
+                        let rec = AlarmRecord::from_notification(&n);
+                        tracing::info!(ar = ar.id, alarm = ?rec, "alarm received");
+                        let fault = ar
+                            .faults
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .alarm_ack;
+                        let ack = n.ack(PnioStatus::OK);
+                        let mut w = Writer::new();
+                        if ack.emit(&mut w).is_ok() {
+                            let mut g = ar.alarm.lock().unwrap_or_else(|p| p.into_inner());
+                            if let Some(st) = g.as_mut() {
+                                st.history.push(rec.clone());
+                                match fault {
+                                    AlarmAckFault::Normal => {
+                                        let m = if fid == wrta::FRAME_ID_ALARM_HIGH {
+                                            &mut st.high
+                                        } else {
+                                            &mut st.low
+                                        };
+                                        let _ = m.send_alarm(w.into_inner(), now);
+                                    }
+                                    AlarmAckFault::Delay(d) => {
+                                        st.delayed_acks.push((
+                                            now + Duration::from(d),
+                                            fid,
+                                            w.into_inner(),
+                                        ));
+                                    }
+                                    AlarmAckFault::Never | AlarmAckFault::NoTransportAck => {}
+                                }
+                            }
+                        }
+                        self.emit(Event::Alarm {
+                            ar: ar.id,
+                            station: ar.model.station_name.clone(),
+                            alarm: rec,
+                        });
+                    }
+                    Ok(AlarmPdu::Ack(_)) => {}
+                    Err(e) => tracing::warn!(ar = ar.id, "undecodable alarm block: {e}"),
+                },
+                RtaEvent::PeerAbort(st) => {
+                    self.emit(Event::DeviceAbort {
+                        ar: ar.id,
+                        station: ar.model.station_name.clone(),
+                        status: pn_protocol::wire::rta::abort_reason::status_text(st),
+                    });
+                    self.set_state(
+                        ar,
+                        ArState::Aborted(format!(
+                            "device sent ERR-RTA {}",
+                            pn_protocol::wire::rta::abort_reason::status_text(st)
+                        )),
+                    );
+                }
+                RtaEvent::Timeout { .. } => {
+                    self.set_state(ar, ArState::Aborted("alarm transport timeout".into()));
+                }
+                RtaEvent::Delivered { .. } | RtaEvent::SequenceError { .. } => {}
+            }
+        }
+    }
+
+    pub(crate) fn flush_alarm_tx(&self, ar: &ArInner, now: Instant) {
+        let mut out = Vec::new();
+        {
+            let mut g = ar.alarm.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(st) = g.as_mut() else { return };
+            let no_tack = ar
+                .faults
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .alarm_ack
+                == AlarmAckFault::NoTransportAck;
+            // Delayed AlarmAcks whose time has come.
+            let mut i = 0;
+            while i < st.delayed_acks.len() {
+                if st.delayed_acks[i].0 <= now {
+                    let (_, fid, b) = st.delayed_acks.remove(i);
+                    let m = if fid == wrta::FRAME_ID_ALARM_HIGH {
+                        &mut st.high
+                    } else {
+                        &mut st.low
+                    };
+                    let _ = m.send_alarm(b, now);
+                } else {
+                    i += 1;
+                }
+            }
+            for m in [&mut st.high, &mut st.low] {
+                m.poll(now);
+                while let Some(tx) = m.poll_transmit() {
+                    if no_tack && tx.pdu.pdu_type == RtaPduType::Ack {
+                        continue;
+                    }
+                    out.push(tx);
+                }
+            }
+        }
+        for tx in out {
+            let vlan = if tx.frame_id == wrta::FRAME_ID_ALARM_HIGH {
+                VlanTag::RT_ALARM_HIGH
+            } else {
+                VlanTag::RT_ALARM_LOW
+            };
+            let eth = EthernetRepr {
+                dst: ar.mac(),
+                src: self.info.mac,
+                vlan: Some(vlan),
+                ethertype: ethernet::ethertype::PROFINET,
+            };
+            let f = eth.build(&tx.rt_payload());
+            let _ = self.send_frame(&f);
+        }
+    }
+
+    pub(crate) fn poll_alarms(&self, now: Instant) {
+        let ars = self.ars.read().unwrap_or_else(|p| p.into_inner()).clone();
+        for ar in ars {
+            let mut events = Vec::new();
+            {
+                let mut g = ar.alarm.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(st) = g.as_mut() {
+                    for (fid, m) in [
+                        (wrta::FRAME_ID_ALARM_HIGH, &mut st.high),
+                        (wrta::FRAME_ID_ALARM_LOW, &mut st.low),
+                    ] {
+                        m.poll(now);
+                        while let Some(e) = m.poll_event() {
+                            events.push((fid, e));
+                        }
+                    }
+                }
+            }
+            self.handle_rta_events(&ar, events, now);
+            self.flush_alarm_tx(&ar, now);
         }
     }
 }

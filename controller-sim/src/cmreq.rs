@@ -1,7 +1,8 @@
-//! Connection-management PDUs of the controller role, assembled from the protocol crate's
+//! The Connect request of the controller role, assembled from the protocol crate's
 //! Connect representation ([`pn_protocol::wire::pnio::cm::ConnectRequest`]): the Connect
-//! request (ARBlockReq, two IOCRBlockReqs, AlarmCRBlockReq, ExpectedSubmoduleBlockReqs) and
-//! what its response says. Every request is checked with the device role's own Connect checks
+//! request (ARBlockReq, two IOCRBlockReqs, AlarmCRBlockReq, ExpectedSubmoduleBlockReqs), and
+//! the AR's timing options. What the response says is read by the protocol crate's CMCTL
+//! machine ([`pn_protocol::machine::cmctl`]). Every request is checked with the device role's own Connect checks
 //! (`machine::cmdev::connect`) before it is sent, so the controller cannot build what a
 //! standard device must refuse.
 
@@ -10,7 +11,7 @@ use pn_protocol::machine::cmdev::connect::{
 };
 use pn_protocol::wire::pnio::alarm_cr::{self, AlarmCrBlockReq, AlarmCrProperties};
 use pn_protocol::wire::pnio::ar::{self, ArBlockReq, ArProperties};
-use pn_protocol::wire::pnio::cm::{ConnectRequest, ConnectResponse};
+use pn_protocol::wire::pnio::cm::ConnectRequest;
 use pn_protocol::wire::pnio::expected::{
     DataDescription, ExpectedModule, ExpectedSubmodule, ExpectedSubmoduleBlockReq,
     SubmoduleProperties,
@@ -18,10 +19,15 @@ use pn_protocol::wire::pnio::expected::{
 use pn_protocol::wire::pnio::iocr::{
     self, IoObject, IocrApi, IocrBlockReq, IocrProperties, TagHeader,
 };
-use pn_protocol::wire::pnio::module_diff::{self, ModuleDiffBlock};
 use pn_protocol::wire::rpc::Uuid;
 
 use crate::model::{CrLayout, DeviceModel, IoLayout};
+
+// What the device's answers mean is the protocol crate's reading (CMCTL), kept reachable here
+// for the CLI and library users.
+pub use pn_protocol::machine::cmctl::connect::{
+    describe_module_diff, module_diff_mismatches, parse_connect_response, ConnectResult,
+};
 
 /// ARProperties.StartupMode of the Connect, and with it the RT class of the IOCRs
 /// (IEC 61158-6-10 IOCRBlockReq: legacy startup allows RT_CLASS_1, advanced startup requires
@@ -269,124 +275,6 @@ pub fn connect_request(
         ));
     }
     Ok(req)
-}
-
-/// What a positive Connect response told us.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ConnectResult {
-    pub ar: Option<ar::ArBlockRes>,
-    pub input_frame_id: Option<u16>,
-    pub output_frame_id: Option<u16>,
-    pub device_alarm_ref: Option<u16>,
-    pub max_alarm_data_length: Option<u16>,
-    pub module_diff: Option<ModuleDiffBlock>,
-    /// Block types present that we did not interpret (ARServerBlock, ...).
-    pub other_blocks: Vec<u16>,
-}
-
-/// Parse the blocks of a Connect response (the protocol crate's parser).
-pub fn parse_connect_response(data: &[u8]) -> Result<ConnectResult, String> {
-    let r = ConnectResponse::parse(data).map_err(|e| format!("Connect response: {e}"))?;
-    let frame_id = |t| {
-        r.iocrs
-            .iter()
-            .find(|c| c.iocr_type == t)
-            .map(|c| c.frame_id)
-    };
-    Ok(ConnectResult {
-        input_frame_id: frame_id(iocr::iocr_type::INPUT),
-        output_frame_id: frame_id(iocr::iocr_type::OUTPUT),
-        device_alarm_ref: r.alarm_cr.as_ref().map(|a| a.local_alarm_reference),
-        max_alarm_data_length: r.alarm_cr.as_ref().map(|a| a.max_alarm_data_length),
-        ar: r.ar,
-        module_diff: r.module_diff,
-        other_blocks: r.other.iter().map(|b| b.block_type()).collect(),
-    })
-}
-
-/// The entries of a ModuleDiffBlock that mean the device does not have what was expected: no
-/// module, a wrong module, a wrong or missing submodule (a substitute is accepted, and so is
-/// a proper submodule whose AR state is only "application ready pending").
-pub fn module_diff_mismatches(d: &ModuleDiffBlock) -> Vec<String> {
-    let mut v = Vec::new();
-    for api in &d.apis {
-        for m in &api.modules {
-            let bad_module = matches!(
-                m.module_state,
-                module_diff::module_state::NO_MODULE | module_diff::module_state::WRONG_MODULE
-            );
-            let bad_subs: Vec<_> = m
-                .submodules
-                .iter()
-                .filter(|s| {
-                    matches!(
-                        s.state.ident_info(),
-                        module_diff::ident_info::WRONG | module_diff::ident_info::NO_SUBMODULE
-                    )
-                })
-                .collect();
-            if bad_module || !bad_subs.is_empty() {
-                let one = ModuleDiffBlock {
-                    version: d.version,
-                    apis: vec![module_diff::DiffApi {
-                        api: api.api,
-                        modules: vec![m.clone()],
-                    }],
-                };
-                v.extend(describe_module_diff(&one));
-            }
-        }
-    }
-    v
-}
-
-/// A readable summary of a ModuleDiffBlock: one line per module/submodule that is not proper.
-pub fn describe_module_diff(d: &ModuleDiffBlock) -> Vec<String> {
-    let mut v = Vec::new();
-    for api in &d.apis {
-        for m in &api.modules {
-            let ms = match m.module_state {
-                module_diff::module_state::NO_MODULE => "no module",
-                module_diff::module_state::WRONG_MODULE => "wrong module",
-                module_diff::module_state::PROPER_MODULE => "proper module",
-                module_diff::module_state::SUBSTITUTE => "substitute module",
-                _ => "unknown module state",
-            };
-            for s in &m.submodules {
-                let ii = match s.state.ident_info() {
-                    module_diff::ident_info::OK => "ok",
-                    module_diff::ident_info::SUBSTITUTE => "substitute",
-                    module_diff::ident_info::WRONG => "wrong submodule",
-                    module_diff::ident_info::NO_SUBMODULE => "no submodule",
-                    _ => "unknown",
-                };
-                let ai = match s.state.ar_info() {
-                    module_diff::ar_info::OWN => "own",
-                    module_diff::ar_info::APPLICATION_READY_PENDING => "application ready pending",
-                    module_diff::ar_info::SUPERORDINATED_LOCKED => "superordinated locked",
-                    module_diff::ar_info::LOCKED_BY_IO_CONTROLLER => "locked by IO controller",
-                    module_diff::ar_info::LOCKED_BY_IO_SUPERVISOR => "locked by IO supervisor",
-                    _ => "unknown",
-                };
-                v.push(format!(
-                    "api {} slot {} ({ms}, module ident {:#x}) subslot {:#x}: ident {ii}, ar {ai}{}, submodule ident {:#x}",
-                    api.api,
-                    m.slot,
-                    m.module_ident,
-                    s.subslot,
-                    if s.state.fault() { ", fault" } else { "" },
-                    s.submodule_ident
-                ));
-            }
-            if m.submodules.is_empty() {
-                v.push(format!(
-                    "api {} slot {} ({ms}, module ident {:#x})",
-                    api.api, m.slot, m.module_ident
-                ));
-            }
-        }
-    }
-    v
 }
 
 #[cfg(test)]

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use pn_protocol::wire::dcp::{self, BlockError, DcpBlock, DcpRepr, DcpValue, NameOfStation};
 use pn_protocol::wire::ethernet::MacAddr;
 
-use crate::controller::{read_implicit, Controller};
+use crate::cm::read_implicit;
+use crate::controller::Controller;
 use crate::Error;
 
 /// What a device told us about itself in an Identify (or Get) response.

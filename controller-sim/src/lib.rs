@@ -44,8 +44,11 @@
 //! ```
 
 pub mod alarms;
+mod ar;
+mod cm;
 pub mod cmreq;
 pub mod controller;
+mod cyclic;
 pub mod dcp;
 pub mod devconfig;
 pub mod faults;
