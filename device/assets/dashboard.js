@@ -218,7 +218,7 @@ async function writeAddress(addrText, valueText, type) {
     showResult("write: " + e.message, true);
   }
 }
-// One area's values as the chosen format; the I area's cells are inputs.
+// One area's values as the chosen format; the I values (the PLC's inputs) are editable.
 function renderValues(id, letter, hex, editable) {
   const t = $(id);
   const fmt = $("fmt").value;

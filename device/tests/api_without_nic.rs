@@ -679,7 +679,10 @@ fn spec_2_7_im_records_info_and_dashboard() {
     ] {
         assert!(!r.body.contains(pat), "external resource: {pat}");
     }
-    assert!(r.body.contains("uPlot") && r.body.contains("/api/diag"), "one page, inlined");
+    assert!(
+        r.body.contains("uPlot") && r.body.contains("/api/diag"),
+        "one page, inlined"
+    );
 }
 
 /// Spec 3 rule 1, 4 rule 4, 2.9: reload accepted in every state; a bad XML gives ok=false with

@@ -113,8 +113,10 @@ fn dashboard_shows_the_live_api_and_controls_the_slave() {
     // The AR as the controller set it up (rig: send clock 1 ms x reduction ratio 4).
     let p = b.wait("the page in DataExchange with the AR", T, |b| {
         let p = page(b);
-        (p["state"] == "DataExchange" && p["conn"] == "live" && p["ar"]["controllerMac"].is_string())
-            .then_some(p)
+        (p["state"] == "DataExchange"
+            && p["conn"] == "live"
+            && p["ar"]["controllerMac"].is_string())
+        .then_some(p)
     });
     let s = lab.status();
     let ar = &s["ar"];
@@ -253,12 +255,18 @@ fn dashboard_shows_the_live_api_and_controls_the_slave() {
     });
     assert_eq!(p["bannerClass"], "state", "{p}");
     assert!(
-        p["banner"].as_str().unwrap().contains("connection to the controller ended"),
+        p["banner"]
+            .as_str()
+            .unwrap()
+            .contains("connection to the controller ended"),
         "{p}"
     );
     let h = &p["arHistory"][0];
     assert_eq!(h[4], "fault", "{p}");
-    assert!(!h[5].as_str().unwrap().is_empty(), "end reason in words: {p}");
+    assert!(
+        !h[5].as_str().unwrap().is_empty(),
+        "end reason in words: {p}"
+    );
     assert_eq!(lab.status()["arHistory"][0]["endReason"], h[5]);
     b.eval("window.scrollTo(0, 0); return 0;");
     b.screenshot(&shots().join("dashboard-aborted.png"));
