@@ -6,10 +6,10 @@
 //!
 //! | client address | meaning | service area (`GET /api/io`) | client may write |
 //! |---|---|---|---|
-//! | `I…` | data the PLC receives (device to controller) | Q area, `outputHex` | yes (`POST /api/io`) |
-//! | `M…` | "internal memory mapped onto the input side" | Q area, `outputHex` (alias of `I`) | yes |
-//! | `DB1.DB…` | data block 1 | Q area, `outputHex` (alias of `I`) | yes |
-//! | `Q…` | data the PLC sends (controller to device) | I area, `inputHex` | no: [`CallResult::NotSupported`] |
+//! | `I…` | the PLC's inputs (device to controller) | `outputHex` | yes (`POST /api/io`) |
+//! | `M…` | "internal memory mapped onto the input side" | `outputHex` (alias of `I`) | yes |
+//! | `DB1.DB…` | data block 1 | `outputHex` (alias of `I`) | yes |
+//! | `Q…` | the PLC's outputs (controller to device) | `inputHex` | no: [`CallResult::NotSupported`] |
 //!
 //! `DB` numbers above 1 give [`CallResult::NotFound`] on access (they parse).
 //!
@@ -63,9 +63,9 @@ impl Access {
 /// Which of the service's two areas an address reaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Side {
-    /// The service's Q area (`outputHex`), written by `POST /api/io`: client `I`, `M`, `DB1`.
+    /// `outputHex` (device to controller), written by `POST /api/io`: client `I`, `M`, `DB1`.
     Writable,
-    /// The service's I area (`inputHex`), filled by the controller: client `Q`.
+    /// `inputHex` (controller to device), filled by the controller: client `Q`.
     ReadOnly,
 }
 

@@ -180,7 +180,7 @@ impl Client {
         self.request(Method::GET, "/api/io", None, timeout).await
     }
 
-    /// `POST /api/io`: write `data` at byte `offset` of the service's Q area (the client's
+    /// `POST /api/io`: write `data` at byte `offset` of `outputHex` (the client's
     /// `I`/`M`/`DB1` addresses). An undelivered write is not an error: check `ok`/`reason()`.
     pub async fn write_io(&self, offset: u64, data: &[u8]) -> Result<IoWriteResponse> {
         self.write_io_with_timeout(offset, data, self.t().other)

@@ -204,11 +204,11 @@ pub struct IoSnapshot {
 }
 
 impl IoSnapshot {
-    /// The service's I area (controller to device; the client's `Q` addresses).
+    /// `inputHex`: controller to device, the client's `Q` addresses.
     pub fn input(&self) -> Result<Vec<u8>, Error> {
         decode_hex(&self.input_hex)
     }
-    /// The service's Q area (device to controller; the client's `I`, `M` and `DB1` addresses).
+    /// `outputHex`: device to controller, the client's `I`, `M` and `DB1` addresses.
     pub fn output(&self) -> Result<Vec<u8>, Error> {
         decode_hex(&self.output_hex)
     }

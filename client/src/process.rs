@@ -34,9 +34,9 @@ pub const FLUSH_PERIOD: Duration = Duration::from_millis(20);
 struct Cached {
     at: Instant,
     meta: IoSnapshot,
-    /// Service I area (client `Q`).
+    /// `inputHex` (client `Q`).
     input: Vec<u8>,
-    /// Service Q area (client `I`/`M`/`DB1`), as last seen from the service.
+    /// `outputHex` (client `I`/`M`/`DB1`), as last seen from the service.
     output: Vec<u8>,
 }
 

@@ -79,8 +79,12 @@ fn commands_json_and_exit_codes() {
     assert_eq!(j["inputLength"], 8);
     assert_eq!(j["outputLength"], 16);
     let r = d.pnctl(&["io"]);
+    // The PLC's view, with the API field beside it (docs/decisions.md §1).
     assert!(
-        r.stdout.contains("client Q (controller -> device"),
+        r.stdout
+            .contains("Q = PLC outputs, controller -> device (API inputHex")
+            && r.stdout
+                .contains("I = PLC inputs, device -> controller (API outputHex"),
         "{}",
         r.stdout
     );

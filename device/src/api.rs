@@ -53,8 +53,20 @@ pub const DRAIN: Duration = Duration::from_secs(3);
 /// Header carrying the API key (spec 5.4).
 pub const API_KEY_HEADER: &str = "x-vendor-pnet-api-key";
 
-/// The dashboard page (static, no external resources).
-pub const DASHBOARD_HTML: &str = include_str!("../assets/dashboard.html");
+/// The dashboard page: one static document, no external resources. The spec allows no paths
+/// beyond its own, so the chart library (vendored, MIT: assets/vendor/uplot/PROVENANCE.md)
+/// and the page's script are put into the page here, at build time, instead of being served
+/// as files of their own (docs/decisions.md "Dashboard").
+pub const DASHBOARD_HTML: &str = concat!(
+    include_str!("../assets/dashboard.html"),
+    "<style>\n",
+    include_str!("../assets/vendor/uplot/uPlot.min.css"),
+    "\n</style>\n<script>\n",
+    include_str!("../assets/vendor/uplot/uPlot.iife.min.js"),
+    "\n</script>\n<script>\n",
+    include_str!("../assets/dashboard.js"),
+    "</script>\n</body>\n</html>\n"
+);
 
 /// Track 1 `code` values (docs/decisions.md).
 pub mod code {

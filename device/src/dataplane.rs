@@ -257,6 +257,32 @@ pub enum AbortCause {
     AbortedByController,
 }
 
+/// The parameters of an IO AR as the controller set them in its Connect request, for the
+/// operator (`GET /api/status` field `ar`, the dashboard's AR panel). Times are derived from
+/// the factors with the 31.25 us clock unit.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArInfo {
+    pub ar_uuid: String,
+    pub controller_station_name: String,
+    /// The CMInitiatorMacAdd of the AR block, `aa:bb:cc:dd:ee:ff`.
+    pub controller_mac: String,
+    /// The controller's IP, from the Connect request's UDP source ("" when unknown).
+    pub controller_ip: String,
+    pub send_clock_factor: u16,
+    pub send_clock_us: u64,
+    pub reduction_ratio: u16,
+    /// Send clock x reduction ratio of the output CR (the controller's frames).
+    pub cycle_us: u64,
+    pub watchdog_factor: u16,
+    pub data_hold_factor: u16,
+    pub data_hold_us: u64,
+    /// Submodules the controller expected differently (their IOPS/IOCS are BAD in this AR):
+    /// `[slot, subslot]` pairs.
+    #[serde(default)]
+    pub mismatched_submodules: Vec<[u16; 2]>,
+}
+
 /// What the stack reports to the runtime. Send through [`EventSink::send`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(
@@ -271,6 +297,9 @@ pub enum StackEvent {
     Connected {
         /// Controller identification for logs/status (e.g. its station name or MAC).
         controller: String,
+        /// The AR's parameters (absent from data planes that have no real AR, e.g. the sim).
+        #[serde(default)]
+        ar: Option<ArInfo>,
     },
     /// Cyclic exchange lost (watchdog, AR abort, release by the controller) (-> `Aborted`).
     Aborted {
@@ -450,6 +479,10 @@ pub struct SharedCounters {
     pub stack_missed_ticks: AtomicU64,
     /// Maximum observed cycle jitter in microseconds (update with `fetch_max`).
     pub stack_max_jitter_us: AtomicU64,
+    /// Sum of every cycle's lateness in microseconds: a reader divides its change by the
+    /// change of `stack_cycles` for the mean jitter of its own window (the maximum above only
+    /// ever grows, so it cannot show a jitter that has gone again).
+    pub stack_jitter_sum_us: AtomicU64,
     pub stack_alarm_rx_count: AtomicU64,
     pub stack_alarm_tx_ack_ok: AtomicU64,
     pub stack_alarm_tx_ack_fail: AtomicU64,
@@ -483,6 +516,7 @@ pub struct CounterSnapshot {
     pub stack_frames_tx: i64,
     pub stack_missed_ticks: i64,
     pub stack_max_jitter_us: i64,
+    pub stack_jitter_sum_us: i64,
     pub stack_alarm_rx_count: i64,
     pub stack_alarm_tx_ack_ok: i64,
     pub stack_alarm_tx_ack_fail: i64,
@@ -513,6 +547,7 @@ impl SharedCounters {
             stack_frames_tx: g(&self.stack_frames_tx),
             stack_missed_ticks: g(&self.stack_missed_ticks),
             stack_max_jitter_us: g(&self.stack_max_jitter_us),
+            stack_jitter_sum_us: g(&self.stack_jitter_sum_us),
             stack_alarm_rx_count: g(&self.stack_alarm_rx_count),
             stack_alarm_tx_ack_ok: g(&self.stack_alarm_tx_ack_ok),
             stack_alarm_tx_ack_fail: g(&self.stack_alarm_tx_ack_fail),

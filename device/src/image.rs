@@ -137,7 +137,7 @@ impl std::fmt::Display for WriteError {
                 area_len,
             } => write!(
                 f,
-                "offset {offset} + length {len} exceeds the Q area of {area_len} bytes"
+                "offset {offset} + length {len} exceeds the {area_len} bytes of I (the PLC's inputs, outputHex)"
             ),
         }
     }

@@ -20,9 +20,12 @@ Exit codes:
   5  not found (e.g. DB number above 1, unknown path)
   6  write accepted but not delivered to the controller (queued; see reasonCode)
 
-Addresses (seen from the PLC): I (writable, the service's outputHex), Q (read-only, the
-service's inputHex), M and DB1 (aliases of I). Forms: I0.0 IB0 IW2 ID4, Q.., M.., DB1.DBX0.0
-DB1.DBB2 DB1.DBW0 DB1.DBD4. Words are big-endian, offsets are byte offsets.";
+Addresses, as the PLC program sees the device (spec 4.1):
+  I  the PLC's inputs, device -> controller (API field outputHex); writable
+  Q  the PLC's outputs, controller -> device (API field inputHex); read-only
+  M, DB1  aliases of I
+Forms: I0.0 IB0 IW2 ID4, Q.., M.., DB1.DBX0.0 DB1.DBB2 DB1.DBW0 DB1.DBD4. Words are big-endian,
+offsets are byte offsets.";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -500,12 +503,12 @@ async fn run(cli: Cli, out: &Out) -> Result<u8, Error> {
                     yes_no(io.output_synced_to_driver)
                 );
                 println!(
-                    "client I/M/DB1 (device -> controller, service outputHex), {} bytes, IOPS {} IOCS {}:",
+                    "I = PLC inputs, device -> controller (API outputHex; M, DB1 alias it), {} bytes, IOPS {} IOCS {}:",
                     io.output_length, io.output_iops_hex, io.output_iocs_hex
                 );
                 print!("{}", hexdump(&output));
                 println!(
-                    "client Q (controller -> device, service inputHex), {} bytes, IOPS {} IOCS {}:",
+                    "Q = PLC outputs, controller -> device (API inputHex; read-only), {} bytes, IOPS {} IOCS {}:",
                     io.input_length, io.input_iops_hex, io.input_iocs_hex
                 );
                 print!("{}", hexdump(&input));

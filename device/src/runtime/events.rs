@@ -48,7 +48,7 @@ impl Runtime {
                     );
                 }
             }
-            StackEvent::Connected { controller } => {
+            StackEvent::Connected { controller, ar } => {
                 if transition(sh.state, Trigger::ExchangeEstablished).to == RunState::DataExchange
                     && sh.state != RunState::DataExchange
                 {
@@ -56,6 +56,7 @@ impl Runtime {
                     apply(&mut sh, Trigger::ExchangeEstablished);
                     sh.ever_connected = true;
                     sh.status_message = format!("cyclic data exchange with {controller}");
+                    sh.ar = Some(ArRecord::begin(&controller, ar));
                     sh.controller = controller;
                     sh.alarms.clear("connection");
                 } else {
@@ -82,6 +83,7 @@ impl Runtime {
                     } else {
                         info!("cyclic data exchange ended by the controller: {reason}");
                     }
+                    sh.ar_end = Some((reason.clone(), cause_text(cause)));
                     apply(&mut sh, Trigger::ExchangeLost);
                     sh.status_message = format!("cyclic data exchange {what}: {reason}");
                     let message = if cause == AbortCause::Fault {
@@ -178,6 +180,7 @@ impl Runtime {
             }
             StackEvent::Fault { code, message } => {
                 error!("data plane fault {code}: {message}");
+                sh.ar_end = Some((format!("data plane fault {code}: {message}"), "fault"));
                 apply(&mut sh, Trigger::ExchangeLost);
                 sh.alarms
                     .raise("fault", AlarmSeverity::Critical, "stack", &message);

@@ -17,8 +17,8 @@ use tracing::{error, info, warn};
 use crate::alarms::{AlarmItem, Alarms};
 use crate::config::{resolve_nic, RuntimeConfig, Settings};
 use crate::dataplane::{
-    error_code, AbortCause, AlarmSeverity, DataPlane, DiagnosisEntry, EventSink, PlaneStatus,
-    ResetMode, StackCommand, StackConfig, StackEvent, StartFailure, StartMode,
+    error_code, AbortCause, AlarmSeverity, ArInfo, DataPlane, DiagnosisEntry, EventSink,
+    PlaneStatus, ResetMode, StackCommand, StackConfig, StackEvent, StartFailure, StartMode,
 };
 use crate::image::{ProcessImage, WriteError, IOXS_BAD};
 use crate::licence;
@@ -58,6 +58,21 @@ pub mod wait_reason {
 /// `connected` / `errorCode` values it comes with. Returns the new state.
 fn apply(sh: &mut Shared, t: Trigger) -> RunState {
     let x = transition(sh.state, t);
+    if sh.state == RunState::DataExchange && x.to != RunState::DataExchange {
+        // Every way out of data exchange ends the AR: the event that knew why left its words
+        // in `ar_end`; the others are named by their trigger.
+        let (reason, cause) = sh.ar_end.take().unwrap_or_else(|| match t {
+            Trigger::Stop => ("the slave was stopped (Stop)".into(), "stopped"),
+            Trigger::Shutdown => ("the service shut down".into(), "stopped"),
+            Trigger::LicenceRecheckFailed { .. } => (
+                "the licence recheck failed: the slave was stopped".into(),
+                "stopped",
+            ),
+            _ => ("cyclic data exchange lost".into(), "fault"),
+        });
+        end_ar(sh, reason, cause);
+    }
+    sh.ar_end = None;
     sh.state = x.to;
     if let Some(c) = x.connected {
         sh.connected = c;
@@ -66,6 +81,80 @@ fn apply(sh: &mut Shared, t: Trigger) -> RunState {
         sh.error_code = e;
     }
     x.to
+}
+
+/// ARs kept in `arHistory`.
+pub const AR_HISTORY: usize = 16;
+
+/// One AR as `GET /api/status` shows it (`ar`, `arHistory`): the controller's parameters
+/// ([`ArInfo`]), when it began and, once over, when and why it ended. Fields in sorted order,
+/// like [`StatusBody`] (the status bytes equal a sorted `Value` map's).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArRecord {
+    ar_uuid: String,
+    controller_ip: String,
+    controller_mac: String,
+    controller_station_name: String,
+    cycle_us: u64,
+    data_hold_factor: u16,
+    data_hold_us: u64,
+    /// `fault`, `releasedByController`, `abortedByController`, `stopped`; "" while running.
+    end_cause: &'static str,
+    /// Why it ended, in words; "" while running.
+    end_reason: String,
+    ended_at: String,
+    mismatched_submodules: Vec<[u16; 2]>,
+    reduction_ratio: u16,
+    send_clock_factor: u16,
+    send_clock_us: u64,
+    since: String,
+    watchdog_factor: u16,
+}
+
+impl ArRecord {
+    fn begin(controller: &str, info: Option<ArInfo>) -> ArRecord {
+        let i = info.unwrap_or_else(|| ArInfo {
+            // A data plane without a real AR (the simulator) names only the controller.
+            controller_station_name: controller.to_string(),
+            ..ArInfo::default()
+        });
+        ArRecord {
+            ar_uuid: i.ar_uuid,
+            controller_ip: i.controller_ip,
+            controller_mac: i.controller_mac,
+            controller_station_name: i.controller_station_name,
+            cycle_us: i.cycle_us,
+            data_hold_factor: i.data_hold_factor,
+            data_hold_us: i.data_hold_us,
+            mismatched_submodules: i.mismatched_submodules,
+            reduction_ratio: i.reduction_ratio,
+            send_clock_factor: i.send_clock_factor,
+            send_clock_us: i.send_clock_us,
+            since: now_rfc3339(),
+            watchdog_factor: i.watchdog_factor,
+            ..ArRecord::default()
+        }
+    }
+}
+
+fn cause_text(c: AbortCause) -> &'static str {
+    match c {
+        AbortCause::Fault => "fault",
+        AbortCause::ReleasedByController => "releasedByController",
+        AbortCause::AbortedByController => "abortedByController",
+    }
+}
+
+/// Move the running AR (if any) into the history with its end.
+fn end_ar(sh: &mut Shared, reason: String, cause: &'static str) {
+    if let Some(mut a) = sh.ar.take() {
+        a.ended_at = now_rfc3339();
+        a.end_reason = reason;
+        a.end_cause = cause;
+        sh.ar_history.push_front(a);
+        sh.ar_history.truncate(AR_HISTORY);
+    }
 }
 
 /// Key of a diagnosis entry: (slot, subslot, channel, errorType).
@@ -107,6 +196,12 @@ struct Shared {
     high_res: bool,
     licence_failed: bool,
     controller: String,
+    /// The AR in data exchange.
+    ar: Option<ArRecord>,
+    /// Why the AR is ending, left by the event that ends it for [`apply`].
+    ar_end: Option<(String, &'static str)>,
+    /// Ended ARs, newest first, at most [`AR_HISTORY`].
+    ar_history: std::collections::VecDeque<ArRecord>,
 }
 
 /// The runtime. Create with [`Runtime::new`], then [`Runtime::spawn_tasks`].
@@ -140,6 +235,8 @@ pub struct Runtime {
 #[serde(rename_all = "camelCase")]
 struct StatusBody<'a> {
     alarm_count: usize,
+    ar: Option<&'a ArRecord>,
+    ar_history: &'a std::collections::VecDeque<ArRecord>,
     config_source: &'a str,
     config_station_name: &'a str,
     connected: bool,
@@ -274,6 +371,9 @@ impl Runtime {
             high_res: settings.high_resolution_timer,
             licence_failed: false,
             controller: String::new(),
+            ar: None,
+            ar_end: None,
+            ar_history: Default::default(),
         };
         Arc::new_cyclic(|weak: &std::sync::Weak<Runtime>| {
             // The stack commits remanent changes through the sink before it answers.

@@ -156,6 +156,7 @@ async fn events_drive_data_exchange_and_abort() {
     rt.start().await;
     rt.handle_event(StackEvent::Connected {
         controller: "plc".into(),
+        ar: None,
     });
     assert_eq!(rt.state(), RunState::DataExchange);
     assert!(rt.status()["statusMessage"]
@@ -174,12 +175,14 @@ async fn events_drive_data_exchange_and_abort() {
     );
     rt.handle_event(StackEvent::Connected {
         controller: "plc".into(),
+        ar: None,
     });
     assert_eq!(rt.state(), RunState::DataExchange);
     rt.stop().await;
     // late events after a stop do not resurrect the connection
     rt.handle_event(StackEvent::Connected {
         controller: "plc".into(),
+        ar: None,
     });
     assert_eq!(rt.state(), RunState::Stopped);
 }

@@ -8,8 +8,29 @@ impl Runtime {
     pub fn io_snapshot(&self) -> Value {
         let img = self.current_image();
         let s = img.snapshot();
-        let connected = self.lock().state == RunState::DataExchange;
+        let sh = self.lock();
+        let connected = sh.state == RunState::DataExchange;
+        // The layout the image was built from: the instance's (kept over a soft stop; a
+        // reload changes the sizes only at the next fresh start, spec 4 rule 4), else the
+        // configuration's.
+        let modules = match &sh.instance {
+            Some(i) => &i.modules,
+            None => &sh.config.modules,
+        };
+        let layout: Vec<Value> = crate::stack::ar::layout(modules, s.input.len(), s.output.len())
+            .iter()
+            .map(|e| {
+                json!({
+                    "slot": e.slot, "subslot": e.subslot,
+                    "moduleIdent": e.module_ident, "submoduleIdent": e.submodule_ident,
+                    "inputOffset": e.i_off, "inputLength": e.i_len,
+                    "outputOffset": e.q_off, "outputLength": e.q_len,
+                })
+            })
+            .collect();
+        drop(sh);
         json!({
+            "layout": layout,
             "epoch": s.epoch,
             "inputHex": to_hex(&s.input),
             "outputHex": to_hex(&s.output),
@@ -68,6 +89,8 @@ impl Runtime {
         };
         f(&StatusBody {
             alarm_count: alarms,
+            ar: sh.ar.as_ref(),
+            ar_history: &sh.ar_history,
             config_source: &sh.config.source,
             config_station_name: &sh.config.station_name,
             connected: sh.connected,

@@ -20,7 +20,7 @@ use pn_protocol::wire::pnio::module_diff::{
 use pn_protocol::wire::pnio::PnioStatus;
 use pn_protocol::wire::rt::{self, ApduStatus, DataStatus, FrameId};
 
-use crate::dataplane::ModuleConfig;
+use crate::dataplane::{ArInfo, ModuleConfig};
 
 use super::cyclic::{ConsumerJob, CopyItem, ProviderJob, CLOCK_UNIT_NS};
 
@@ -39,6 +39,31 @@ pub struct SlotEntry {
     /// Device -> controller bytes (PROFINET "input" data; the API's Q area).
     pub q_len: usize,
     pub q_off: usize,
+}
+
+/// The operator's view of an accepted AR (`GET /api/status` field `ar`); the controller's IP
+/// is added when the AR reaches data exchange (the caller knows the Connect's source).
+pub fn describe(ar: &pn_protocol::wire::pnio::ar::ArBlockReq, plan: &ConnectPlan) -> ArInfo {
+    let oc = &plan.output_iocr;
+    let m = ar.cm_initiator_mac;
+    let send_clock_ns = u64::from(oc.send_clock_factor) * CLOCK_UNIT_NS;
+    ArInfo {
+        ar_uuid: ar.ar_uuid.to_string(),
+        controller_station_name: ar.cm_initiator_station_name.clone(),
+        controller_mac: format!(
+            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            m[0], m[1], m[2], m[3], m[4], m[5]
+        ),
+        controller_ip: String::new(),
+        send_clock_factor: oc.send_clock_factor,
+        send_clock_us: send_clock_ns / 1000,
+        reduction_ratio: oc.reduction_ratio,
+        cycle_us: plan.period_ns / 1000,
+        watchdog_factor: oc.watchdog_factor,
+        data_hold_factor: oc.data_hold_factor,
+        data_hold_us: plan.dht_ns / 1000,
+        mismatched_submodules: plan.wrong.iter().map(|&(a, b)| [a, b]).collect(),
+    }
 }
 
 /// The configured layout with contiguous I and Q areas in configuration order.

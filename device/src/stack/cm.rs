@@ -73,6 +73,8 @@ struct Cm {
     alarm: Option<AlarmCr>,
     /// The IO AR's data-hold time, for the watchdog's message.
     dht_ns: u64,
+    /// The IO AR's parameters from its Connect, reported with `Connected`.
+    ar_info: Option<crate::dataplane::ArInfo>,
     link_up: bool,
     eth_out: Vec<Vec<u8>>,
 }
@@ -174,6 +176,7 @@ pub fn spawn(ctx: CmContext, rx: Receiver<CtlMsg>) -> std::io::Result<std::threa
         slots,
         alarm: None,
         dht_ns: 0,
+        ar_info: None,
         link_up: true,
         eth_out: Vec::new(),
     };
@@ -617,6 +620,7 @@ impl Cm {
             arb.cm_initiator_mac,
         ));
         self.dht_ns = plan.dht_ns;
+        self.ar_info = Some(ar::describe(arb, &plan));
         let cyc = &self.ctx.cyclic;
         cyc.tripped.store(false, Ordering::Release);
         cyc.set_consumer(Some(plan.consumer.clone()), &self.ctx.image);
@@ -660,7 +664,14 @@ impl Cm {
             arb.cm_initiator_station_name,
             mac_str(&arb.cm_initiator_mac)
         );
-        self.event(StackEvent::Connected { controller: who });
+        let mut info = self.ar_info.take().unwrap_or_default();
+        if let Some(v) = self.machine.io_ar() {
+            info.controller_ip = v.peer.ip().to_string();
+        }
+        self.event(StackEvent::Connected {
+            controller: who,
+            ar: Some(info),
+        });
         // Diagnosis that is already active is reported to the new AR.
         let diags = self.records.diags.clone();
         let now = self.now();

@@ -523,6 +523,9 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
         counters
             .stack_max_jitter_us
             .fetch_max(late / 1000, Ordering::Relaxed);
+        counters
+            .stack_jitter_sum_us
+            .fetch_add(late / 1000, Ordering::Relaxed);
         counters.stack_cycles.fetch_add(1, Ordering::Relaxed);
         counters.heartbeat.fetch_add(1, Ordering::Relaxed);
         if late >= period {

@@ -276,6 +276,15 @@ impl Browser {
         }
     }
 
+    /// Resize the browser window (a taller window puts the whole page in a screenshot).
+    pub fn resize(&self, width: u32, height: u32) {
+        self.cmd(
+            "POST",
+            "/window/rect",
+            Some(json!({"width": width, "height": height})),
+        );
+    }
+
     /// PNG screenshot of the viewport, written to `path`.
     pub fn screenshot(&self, path: &Path) -> Vec<u8> {
         let v = self.cmd("GET", "/screenshot", None);

@@ -100,6 +100,8 @@ pub struct Cmdev<P> {
 pub struct IoArView<'a> {
     pub ar: &'a ArBlockReq,
     pub phase: ArPhase,
+    /// Where the controller's Connect came from (its CM address).
+    pub peer: SocketAddr,
 }
 
 fn status_err(code: u8, code1: u8, code2: u8) -> PnioStatus {
@@ -129,6 +131,7 @@ impl<P> Cmdev<P> {
         self.io_ar.as_ref().map(|a| IoArView {
             ar: &a.req,
             phase: a.phase,
+            peer: a.peer,
         })
     }
 
