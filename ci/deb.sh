@@ -8,9 +8,11 @@
 # Needs root, cargo-deb (.ci/run installs it), dpkg, iproute2, setpriv (util-linux), python3.
 # It runs in a network namespace of its own whose NIC is called eth1 (the name the shipped
 # settings use): the daemon's 127.0.0.1:18840 is that namespace's, so nothing on the host or
-# in parallel tests is touched. Any installed pn-device package is purged first (this script
-# owns the package on the machine it runs on); the service user is removed at the end when
-# this run created it (the package itself keeps it on purge, as Debian packages do).
+# in parallel tests is touched. Any installed pn-device package is purged first and
+# /etc/pn-device/licence.json is replaced and removed (this script owns the package and
+# /etc/pn-device on the machine it runs on: not for a machine with a real installation); the
+# service user is removed at the end when this run created it (the package itself keeps it on
+# purge, as Debian packages do).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
