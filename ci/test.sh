@@ -38,3 +38,7 @@ if [ -x ci/fuzz-smoke.sh ]; then
   # The device's parsers: configuration XML, settings JSON, every HTTP POST body, Connect.
   FUZZ_DIR=device/fuzz ci/fuzz-smoke.sh 3
 fi
+
+# Last: it builds the release binaries (minutes) and needs nothing the tests above leave behind.
+echo "== the .deb: build, install, check-config and the installed daemon as its unit runs it, purge"
+ci/deb.sh

@@ -17,6 +17,7 @@
 
 pub mod alarms;
 pub mod api;
+pub mod check_config;
 pub mod config;
 pub mod dataplane;
 pub mod fault;

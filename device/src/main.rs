@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! pn-device [--settings FILE] [--config FILE] [--log-format text|json] [--dev-port PORT]
+//! pn-device check-config [--settings FILE] [--config FILE] [--json]
 //! ```
 //! * `--settings`: service settings JSON (else `$PN_DEVICE_SETTINGS`, else
 //!   `/etc/pn-device/settings.json` if it exists, else the embedded defaults only).
@@ -9,12 +10,15 @@
 //! * `--log-format`: overrides `Logging:Format`.
 //! * `--dev-port`: DEVELOPMENT/TEST ONLY: listen on 127.0.0.1:PORT instead of the fixed 18840.
 //!   Tests run each daemon in its own network namespace instead and keep the port fixed.
+//! * `check-config`: check settings, configuration XML, NIC, licence, capabilities and the API
+//!   port without starting anything; exit codes in `pn_device::check_config`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use pn_device::api;
+use pn_device::check_config::{self, CAPABILITIES};
 use pn_device::config::Settings;
 use pn_device::dataplane::DataPlane;
 use pn_device::runtime::{Runtime, VERSION};
@@ -27,17 +31,32 @@ use tracing::{error, info, warn};
 struct Args {
     /// Service settings JSON (else $PN_DEVICE_SETTINGS, else /etc/pn-device/settings.json if it
     /// exists, else the embedded defaults).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", global = true)]
     settings: Option<PathBuf>,
     /// Runtime configuration XML (overrides Paths:RuntimeConfig of the settings).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", global = true)]
     config: Option<PathBuf>,
     /// Log format (overrides Logging:Format of the settings).
     #[arg(long, value_parser = ["text", "json"])]
     log_format: Option<String>,
     /// DEVELOPMENT/TEST ONLY: listen on 127.0.0.1:PORT instead of the fixed 18840.
-    #[arg(long, value_name = "PORT", hide = true)]
+    #[arg(long, value_name = "PORT", hide = true, global = true)]
     dev_port: Option<u16>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Command {
+    /// Check the installation without starting anything: settings, runtime configuration XML,
+    /// NIC, licence, capabilities of this process, the API port. One line per finding (OK,
+    /// WARN, ERROR with what to do).
+    #[command(after_help = check_config::EXIT_CODES_HELP)]
+    CheckConfig {
+        /// One JSON document instead of text lines.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Is stderr connected to the systemd journal? (`JOURNAL_STREAM=<dev>:<ino>` names the stream
@@ -111,61 +130,24 @@ fn init_logging(json: bool, filter: &str) {
     }
 }
 
-/// Linux capabilities the daemon uses, with what is lost without each (one WARN line per missing
-/// capability at launch; `deploy/pn-device.service` grants exactly these).
-const CAPABILITIES: &[(u32, &str, &str)] = &[
-    (
-        13,
-        "CAP_NET_RAW",
-        "the raw AF_PACKET socket cannot be opened: the slave will not start (ConfigError, errorCode 1 EPERM)",
-    ),
-    (
-        12,
-        "CAP_NET_ADMIN",
-        "the configured or DCP-assigned IP address cannot be put on the NIC",
-    ),
-    (
-        23,
-        "CAP_SYS_NICE",
-        "the cyclic and receive threads run without real-time priority (SCHED_FIFO): watchdog expiries under load",
-    ),
-    (
-        14,
-        "CAP_IPC_LOCK",
-        "memory cannot be locked (mlockall): page faults may delay cyclic frames",
-    ),
-    (
-        10,
-        "CAP_NET_BIND_SERVICE",
-        "the SNMP agent cannot bind UDP port 161: engineering tools get no SNMP answers",
-    ),
-];
-
-/// Effective capability set of this process (`CapEff` of /proc/self/status).
-fn effective_capabilities() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("CapEff:"))?;
-    u64::from_str_radix(line["CapEff:".len()..].trim(), 16).ok()
-}
-
 /// Log the capability check once at launch: one INFO line when everything is present, else one
 /// WARN line per missing capability naming it and its consequence.
 fn log_capabilities() {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
-    let Some(eff) = effective_capabilities() else {
+    let Some(eff) = check_config::effective_capabilities() else {
         warn!("cannot read the process capabilities from /proc/self/status");
         return;
     };
     let mut missing = 0;
-    for (bit, name, consequence) in CAPABILITIES {
-        if eff & (1u64 << bit) == 0 {
+    for c in CAPABILITIES {
+        if eff & (1u64 << c.bit) == 0 {
             missing += 1;
-            warn!("missing capability {name}: {consequence}");
+            warn!("missing capability {}: {}", c.name, c.consequence);
         }
     }
     if missing == 0 {
-        let names: Vec<&str> = CAPABILITIES.iter().map(|c| c.1).collect();
+        let names: Vec<&str> = CAPABILITIES.iter().map(|c| c.name).collect();
         info!("running as uid {euid} with {}", names.join(", "));
     }
 }
@@ -173,14 +155,10 @@ fn log_capabilities() {
 fn main() -> ExitCode {
     // Usage errors exit with 2, --help and --version with 0 (clap).
     let args = <Args as clap::Parser>::parse();
-    let settings_path = args
-        .settings
-        .clone()
-        .or_else(|| std::env::var_os("PN_DEVICE_SETTINGS").map(PathBuf::from))
-        .or_else(|| {
-            let p = PathBuf::from("/etc/pn-device/settings.json");
-            p.exists().then_some(p)
-        });
+    if let Some(Command::CheckConfig { json }) = &args.command {
+        return check_config_main(&args, *json);
+    }
+    let settings_path = check_config::settings_path(args.settings.clone());
     // An explicitly named settings file that is broken stops the daemon at launch: falling back
     // to defaults would silently drop e.g. the API key.
     let settings = match &settings_path {
@@ -218,6 +196,24 @@ fn main() -> ExitCode {
         }
     };
     rt.block_on(run(args, settings))
+}
+
+/// `pn-device check-config`: the report on stdout, the exit code of its first kind of error.
+fn check_config_main(args: &Args, json: bool) -> ExitCode {
+    let report = check_config::run(&check_config::Inputs {
+        settings: args.settings.clone(),
+        config: args.config.clone(),
+        env_nic: std::env::var("VENDOR_PNET_NIC")
+            .ok()
+            .filter(|n| !n.trim().is_empty()),
+        port: args.dev_port.unwrap_or(api::DEFAULT_PORT),
+    });
+    if json {
+        println!("{}", report.json());
+    } else {
+        print!("{}", report.text());
+    }
+    ExitCode::from(report.exit_code())
 }
 
 async fn run(args: Args, settings: Settings) -> ExitCode {

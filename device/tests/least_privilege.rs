@@ -95,7 +95,7 @@ fn unit_file_grants_exactly_the_tested_capabilities() {
         "PrivateTmp=yes",
         "StateDirectory=pn-device",
         "RestrictAddressFamilies=AF_INET AF_UNIX AF_PACKET AF_NETLINK",
-        "ExecStart=/usr/local/bin/pn-device --settings /etc/pn-device/settings.json",
+        "ExecStart=/usr/bin/pn-device --settings /etc/pn-device/settings.json",
     ] {
         assert!(
             unit.lines().any(|l| l.trim() == line),
