@@ -16,7 +16,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -339,11 +339,8 @@ pub fn run(
     let mut due: Vec<usize> = Vec::new();
     while !farm.stop.load(Ordering::Acquire) {
         let now = Instant(mono_ns());
-        loop {
-            match cmds.try_recv() {
-                Ok(c) => l.on_command(c, now),
-                Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => break,
-            }
+        while let Ok(c) = cmds.try_recv() {
+            l.on_command(c, now);
         }
         l.flush(fd);
         let next = l
