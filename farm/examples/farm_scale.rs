@@ -35,9 +35,7 @@ fn thread_cpu_ns(name: &str) -> u64 {
         return 0;
     };
     dir.flatten()
-        .filter(|e| {
-            std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == name)
-        })
+        .filter(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == name))
         .filter_map(|e| {
             std::fs::read_to_string(e.path().join("schedstat"))
                 .ok()?
@@ -111,7 +109,9 @@ fn main() {
         let mut m = model.clone();
         m.station_name = format!("scale-{}", k + 1);
         let mut c = ArConfig::new(m);
-        c.device_ip = Some(Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 77, 1, 1)) + k as u32));
+        c.device_ip = Some(Ipv4Addr::from(
+            u32::from(Ipv4Addr::new(10, 77, 1, 1)) + k as u32,
+        ));
         c.timing.reduction_ratio = 1;
         c.timing.data_hold_factor = 3;
         c.timing.watchdog_factor = 3;
