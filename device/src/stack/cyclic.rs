@@ -119,6 +119,29 @@ pub struct ProviderJob {
     pub frame_id: u16,
 }
 
+impl ProviderJob {
+    /// Copy the Q area's data items into `frame` (a copy of [`ProviderJob::frame`]). The one
+    /// per-cycle fill of a provider frame: the daemon's real-time thread and pn-farm's I/O
+    /// loop both call it.
+    pub fn copy_items(&self, frame: &mut [u8], q: &[u8]) {
+        for it in &self.items {
+            if let (Some(dst), Some(src)) = (
+                frame.get_mut(it.frame_off..it.frame_off + it.len),
+                q.get(it.area_off..it.area_off + it.len),
+            ) {
+                dst.copy_from_slice(src);
+            }
+        }
+    }
+
+    /// Write the APDU status `st` into `frame` at [`ProviderJob::status_at`].
+    pub fn stamp(&self, frame: &mut [u8], st: ApduStatus) {
+        if let Some(b) = frame.get_mut(self.status_at..) {
+            let _ = st.emit(b);
+        }
+    }
+}
+
 /// What the receive thread consumes for one output CR.
 #[derive(Debug, Clone)]
 pub struct ConsumerJob {
@@ -592,14 +615,7 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
             let gen = match image.cyclic_read_output(&mut q) {
                 Ok(gen) => {
                     have_q = true;
-                    for it in &j.items {
-                        if let (Some(dst), Some(src)) = (
-                            frame.get_mut(it.frame_off..it.frame_off + it.len),
-                            q.get(it.area_off..it.area_off + it.len),
-                        ) {
-                            dst.copy_from_slice(src);
-                        }
-                    }
+                    j.copy_items(&mut frame, &q);
                     Some(gen)
                 }
                 // A writer is mid-copy: resend the previous content.
@@ -617,9 +633,7 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
                 data_status: ds,
                 transfer_status: 0,
             };
-            if let Some(b) = frame.get_mut(j.status_at..) {
-                let _ = st.emit(b);
-            }
+            j.stamp(&mut frame, st);
             if link.send(&frame) {
                 counters.tx_frames.fetch_add(1, Ordering::Relaxed);
                 counters.tx_rt_frames.fetch_add(1, Ordering::Relaxed);

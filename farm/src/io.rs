@@ -1,0 +1,433 @@
+//! The farm's one I/O loop (thread `farm-io`): one `AF_PACKET` socket on the NIC for every
+//! device's RT, RTA, DCP, ARP and CM (IPv4/UDP) frames, one deadline set for every device's
+//! machines, one `sendmmsg(2)` per wake-up for everything due.
+//!
+//! Per iteration: take the status view's commands; sleep in `ppoll(2)` until the earliest
+//! deadline or a frame; read up to [`RX_BATCH`] frames and hand each to its device (by
+//! destination MAC; DCP multicast to every device; ARP by target IP); run every device whose
+//! deadline is due (providers due within [`BATCH_NS`] count as due, so the cyclic frames of
+//! one wake-up leave in one batch); send the batch.
+//!
+//! Why one thread: every decision is in the machines and each step is short (a provider slot
+//! is a copy and a header patch, a Connect a few tens of µs), so one thread keeps the devices'
+//! state free of locks and its cost grows with the frames, not with threads. The loop runs
+//! `SCHED_FIFO` where permitted (as pn-device's cyclic thread), with timer slack of 1 µs.
+
+use std::collections::{BTreeSet, HashMap};
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pn_device::stack::cyclic::mono_ns;
+use pn_device::stack::socket::PnSocket;
+use pn_protocol::time::Instant;
+use pn_protocol::wire::ethernet::{ethertype, EthernetRepr, MacAddr};
+use pn_protocol::wire::ip::{UdpFrame, PNIO_CM_PORT};
+use pn_protocol::wire::rta::{FRAME_ID_ALARM_HIGH, FRAME_ID_ALARM_LOW};
+
+use crate::arp::{Arp, OP_REQUEST};
+use crate::device::{peer, FarmDevice, Neighbours, Out};
+use crate::status::{Command, FarmShared};
+
+/// Frames read per wake-up before the timers run (bounds the timers' delay under a flood).
+pub const RX_BATCH: usize = 256;
+/// Providers due this close after the earliest deadline are sent in the same batch.
+pub const BATCH_NS: u64 = 50_000;
+/// Longest sleep (commands and the stop flag are looked at this often).
+const MAX_SLEEP_NS: u64 = 10_000_000;
+
+const fn stmt(code: u16, k: u32) -> libc::sock_filter {
+    libc::sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    }
+}
+const fn jeq(k: u32, jt: u8, jf: u8) -> libc::sock_filter {
+    libc::sock_filter {
+        code: 0x15,
+        jt,
+        jf,
+        k,
+    }
+}
+
+/// The farm socket's classic BPF program: PROFINET (0x8892), ARP and IPv4, also 802.1Q
+/// tagged; everything else (IPv6, LLDP, ...) is not even queued.
+/// ```text
+/// 0: ldh [12]
+/// 1: jeq #0x8892 -> 10    2: jeq #0x0806 -> 10    3: jeq #0x0800 -> 10
+/// 4: jeq #0x8100 -> 5 else 9
+/// 5: ldh [16]
+/// 6: jeq #0x8892 -> 10    7: jeq #0x0800 -> 10    8: jeq #0x0806 -> 10
+/// 9: ret #0               10: ret #0x40000
+/// ```
+pub const FILTER: [libc::sock_filter; 11] = [
+    stmt(0x28, 12),
+    jeq(0x8892, 8, 0),
+    jeq(0x0806, 7, 0),
+    jeq(0x0800, 6, 0),
+    jeq(0x8100, 0, 4),
+    stmt(0x28, 16),
+    jeq(0x8892, 3, 0),
+    jeq(0x0800, 2, 0),
+    jeq(0x0806, 1, 0),
+    stmt(0x06, 0),
+    stmt(0x06, 0x40000),
+];
+
+/// Open the farm's socket on `nic`, promiscuous: the devices' MACs are not the NIC's, and a
+/// real NIC drops unicast frames to other MACs unless told otherwise.
+pub fn open(nic: &str) -> Result<PnSocket, String> {
+    let sock = PnSocket::open_with_filter(nic, &FILTER)
+        .map_err(|e| format!("{nic}: {} (os error {})", e.reason, e.os_error))?;
+    // SAFETY: zeroed packet_mreq is valid; fields set below.
+    let mut mr: libc::packet_mreq = unsafe { std::mem::zeroed() };
+    mr.mr_ifindex = sock.ifindex() as i32;
+    mr.mr_type = libc::PACKET_MR_PROMISC as u16;
+    // SAFETY: valid option pointer and size on our own descriptor.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_ADD_MEMBERSHIP,
+            &mr as *const libc::packet_mreq as *const libc::c_void,
+            std::mem::size_of::<libc::packet_mreq>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(format!(
+            "{nic}: promiscuous mode refused: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(sock)
+}
+
+/// Wait until `deadline_ns` (CLOCK_MONOTONIC) or a frame arrives.
+fn wait(fd: RawFd, deadline_ns: u64) {
+    let left = deadline_ns.saturating_sub(mono_ns());
+    if left == 0 {
+        return;
+    }
+    let ts = libc::timespec {
+        tv_sec: (left / 1_000_000_000) as libc::time_t,
+        tv_nsec: (left % 1_000_000_000) as libc::c_long,
+    };
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, a valid timespec, no signal mask.
+    unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+}
+
+/// Send `frames` with as few `sendmmsg(2)` calls as the kernel allows; returns how many were
+/// not sent.
+pub fn send_batch(fd: RawFd, frames: &[&[u8]]) -> usize {
+    if frames.is_empty() {
+        return 0;
+    }
+    let mut iov: Vec<libc::iovec> = frames
+        .iter()
+        .map(|f| libc::iovec {
+            iov_base: f.as_ptr() as *mut libc::c_void,
+            iov_len: f.len(),
+        })
+        .collect();
+    let mut msgs: Vec<libc::mmsghdr> = iov
+        .iter_mut()
+        .map(|v| {
+            // SAFETY: zeroed msghdr is valid (no name, no control).
+            let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            h.msg_hdr.msg_iov = v as *mut libc::iovec;
+            h.msg_hdr.msg_iovlen = 1;
+            h
+        })
+        .collect();
+    let mut done = 0usize;
+    let mut failed = 0usize;
+    while done < msgs.len() {
+        let rest = &mut msgs[done..];
+        // SAFETY: rest points to valid mmsghdrs whose iovecs point into `frames`, alive for
+        // the call; the socket is bound, so no address is needed.
+        let n = unsafe { libc::sendmmsg(fd, rest.as_mut_ptr(), rest.len() as libc::c_uint, 0) };
+        if n > 0 {
+            done += n as usize;
+        } else if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        } else {
+            // The first frame of the rest is refused (e.g. ENOBUFS): drop it, go on.
+            done += 1;
+            failed += 1;
+        }
+    }
+    failed
+}
+
+struct Loop {
+    devs: Vec<FarmDevice>,
+    by_mac: HashMap<[u8; 6], usize>,
+    timers: BTreeSet<(u64, usize)>,
+    neigh: Neighbours,
+    out: Out,
+}
+
+impl Loop {
+    fn reschedule(&mut self, i: usize) {
+        let d = &mut self.devs[i];
+        let next = d.next_deadline();
+        if d.armed == next {
+            return;
+        }
+        if let Some(old) = d.armed.take() {
+            self.timers.remove(&(old, i));
+        }
+        if let Some(t) = next {
+            self.timers.insert((t, i));
+            d.armed = Some(t);
+        }
+    }
+
+    fn on_frame(&mut self, frame: &[u8], now: Instant) {
+        let Ok((eth, payload)) = EthernetRepr::parse_frame(frame) else {
+            return;
+        };
+        let dst = eth.dst.0;
+        match eth.ethertype {
+            ethertype::PROFINET => {
+                let Ok(fid) = pn_protocol::wire::rt::frame_id(payload) else {
+                    return;
+                };
+                match fid.0 {
+                    0x8000..=0xFBFF => {
+                        if let Some(&i) = self.by_mac.get(&dst) {
+                            if self.devs[i].on_cyclic(eth.src.0, payload) {
+                                self.reschedule(i);
+                            }
+                        }
+                    }
+                    FRAME_ID_ALARM_HIGH | FRAME_ID_ALARM_LOW => {
+                        if let (Some(&i), Some(pdu)) = (self.by_mac.get(&dst), payload.get(2..)) {
+                            self.devs[i].on_rta(
+                                fid.0,
+                                eth.src.0,
+                                pdu,
+                                now,
+                                &mut self.out,
+                                &self.neigh,
+                            );
+                            self.reschedule(i);
+                        }
+                    }
+                    0xFEFC..=0xFEFF => {
+                        if MacAddr(dst).is_multicast() || MacAddr(dst).is_broadcast() {
+                            for i in 0..self.devs.len() {
+                                self.devs[i].on_dcp(frame, now, &mut self.out, &self.neigh);
+                                self.reschedule(i);
+                            }
+                        } else if let Some(&i) = self.by_mac.get(&dst) {
+                            self.devs[i].on_dcp(frame, now, &mut self.out, &self.neigh);
+                            self.reschedule(i);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            ethertype::ARP => {
+                let Some(a) = Arp::parse_frame(frame) else {
+                    return;
+                };
+                if !a.sender_ip.is_unspecified() {
+                    self.neigh.insert(a.sender_ip, a.sender_mac);
+                }
+                if a.op == OP_REQUEST && !a.target_ip.is_unspecified() {
+                    if let Some(d) = self.devs.iter().find(|d| d.ip() == a.target_ip) {
+                        self.out.ctl.push(a.reply_frame(d.mac()));
+                    }
+                }
+            }
+            ethertype::IPV4 => {
+                let Some(&i) = self.by_mac.get(&dst) else {
+                    return;
+                };
+                let Ok(u) = UdpFrame::parse(frame) else {
+                    return;
+                };
+                // The UDP checksum is not checked: a sender on this host (a veth peer, a
+                // NIC with transmit offload) hands the packet socket a partial checksum the
+                // hardware would have filled in (TP_STATUS_CSUMNOTREADY). The Ethernet FCS
+                // covers the frame on a real wire; the IPv4 header checksum is always real.
+                if u.udp.dst_port != PNIO_CM_PORT
+                    || u.ip.dst_addr != self.devs[i].ip()
+                    || !u.ip_checksum_ok
+                {
+                    return;
+                }
+                self.neigh.insert(u.ip.src_addr, u.src_mac);
+                let from = peer(u.ip.src_addr, u.udp.src_port);
+                self.devs[i].on_udp(now, from, u.payload, &mut self.out, &self.neigh);
+                self.reschedule(i);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_command(&mut self, c: Command, now: Instant) {
+        let i = match &c {
+            Command::SetDiagnosis(i, _) | Command::RemoveDiagnosis(i, _) => *i,
+        };
+        if i >= self.devs.len() {
+            return;
+        }
+        match c {
+            Command::SetDiagnosis(_, d) => {
+                self.devs[i].set_diagnosis(d, now, &mut self.out, &self.neigh)
+            }
+            Command::RemoveDiagnosis(_, d) => {
+                self.devs[i].remove_diagnosis(&d, now, &mut self.out, &self.neigh);
+            }
+        }
+        self.reschedule(i);
+    }
+
+    fn flush(&mut self, fd: RawFd) {
+        let ctl = std::mem::take(&mut self.out.ctl);
+        let rt = std::mem::take(&mut self.out.rt);
+        let mut frames: Vec<&[u8]> = ctl.iter().map(Vec::as_slice).collect();
+        frames.extend(rt.iter().filter_map(|&i| self.devs[i].provider_frame()));
+        let failed = send_batch(fd, &frames);
+        if failed > 0 {
+            tracing::debug!(failed, "frames not sent");
+        }
+        // Keep the allocations for the next iteration.
+        self.out.rt = rt;
+        self.out.rt.clear();
+    }
+}
+
+/// Run the loop until `farm.stop`; then end every AR (ERR-RTA "device deactivated").
+pub fn run(
+    sock: PnSocket,
+    devs: Vec<FarmDevice>,
+    farm: Arc<FarmShared>,
+    cmds: Receiver<Command>,
+    realtime: bool,
+) {
+    if realtime {
+        pn_device::stack::cyclic::try_sched_fifo_prio(50);
+    }
+    // SAFETY: prctl with an integer argument; the wake-ups of ppoll are then 1 µs exact.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong, 0, 0, 0) };
+    let fd = sock.raw_fd();
+    let by_mac = devs.iter().enumerate().map(|(i, d)| (d.mac(), i)).collect();
+    let mut l = Loop {
+        devs,
+        by_mac,
+        timers: BTreeSet::new(),
+        neigh: HashMap::new(),
+        out: Out::default(),
+    };
+    for i in 0..l.devs.len() {
+        l.reschedule(i);
+    }
+    let mut buf = vec![0u8; 2048];
+    let mut due: Vec<usize> = Vec::new();
+    while !farm.stop.load(Ordering::Acquire) {
+        let now = Instant(mono_ns());
+        while let Ok(c) = cmds.try_recv() {
+            l.on_command(c, now);
+        }
+        l.flush(fd);
+        let next = l
+            .timers
+            .first()
+            .map_or(now.0 + MAX_SLEEP_NS, |&(t, _)| t.min(now.0 + MAX_SLEEP_NS));
+        wait(fd, next);
+        for _ in 0..RX_BATCH {
+            match sock.recv(&mut buf, Some(Duration::ZERO)) {
+                Ok(Some(n)) => {
+                    let now = Instant(mono_ns());
+                    l.on_frame(&buf[..n.min(buf.len())], now);
+                }
+                _ => break,
+            }
+        }
+        let now = Instant(mono_ns());
+        let horizon = now.0 + BATCH_NS;
+        due.clear();
+        while let Some(&(t, i)) = l.timers.first() {
+            if t > horizon {
+                break;
+            }
+            l.timers.pop_first();
+            l.devs[i].armed = None;
+            due.push(i);
+        }
+        for &i in &due {
+            if l.devs[i].on_timer(now, horizon, &mut l.out, &l.neigh) {
+                l.out.rt.push(i);
+            }
+        }
+        for &i in &due {
+            l.reschedule(i);
+        }
+        l.flush(fd);
+    }
+    let now = Instant(mono_ns());
+    for d in &mut l.devs {
+        d.shutdown(now, &mut l.out, &l.neigh);
+    }
+    l.flush(fd);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Run the BPF program on a frame (the kernel's semantics for the opcodes used).
+    fn accepts(frame: &[u8]) -> bool {
+        let mut pc = 0usize;
+        let mut a: u32 = 0;
+        loop {
+            let ins = FILTER[pc];
+            match ins.code {
+                0x28 => {
+                    let k = ins.k as usize;
+                    match frame.get(k..k + 2) {
+                        Some(b) => a = u32::from(u16::from_be_bytes([b[0], b[1]])),
+                        None => return false,
+                    }
+                    pc += 1;
+                }
+                0x15 => pc += 1 + usize::from(if a == ins.k { ins.jt } else { ins.jf }),
+                0x06 => return ins.k != 0,
+                c => panic!("opcode {c:#x}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_filter_passes_profinet_arp_and_ipv4_only() {
+        let f = |et: &[u8]| {
+            let mut v = vec![0u8; 12];
+            v.extend_from_slice(et);
+            v.resize(60, 0);
+            v
+        };
+        assert!(accepts(&f(&[0x88, 0x92])));
+        assert!(accepts(&f(&[0x08, 0x06])));
+        assert!(accepts(&f(&[0x08, 0x00])));
+        assert!(accepts(&f(&[0x81, 0x00, 0xc0, 0x00, 0x88, 0x92])));
+        assert!(accepts(&f(&[0x81, 0x00, 0x00, 0x05, 0x08, 0x00])));
+        assert!(accepts(&f(&[0x81, 0x00, 0x00, 0x05, 0x08, 0x06])));
+        assert!(!accepts(&f(&[0x86, 0xdd])));
+        assert!(!accepts(&f(&[0x88, 0xcc])));
+        assert!(!accepts(&f(&[0x81, 0x00, 0x00, 0x05, 0x86, 0xdd])));
+        assert!(!accepts(&[0u8; 10]));
+    }
+}

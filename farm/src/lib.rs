@@ -1,0 +1,167 @@
+//! pn-farm: a plant in one box. One process emulates N PROFINET IO devices on one NIC, each
+//! with its own MAC, NameOfStation, IP, identity, I&M and configuration, each running the same
+//! role machines as pn-device (see [`device`]); docs/architecture.md "The plant farm".
+//!
+//! * [`plant`]: the plant file and the numbering of N copies (pure);
+//! * [`device`]: one device: the machines and the shell glue;
+//! * [`io`]: the one I/O loop (thread `farm-io`): one raw socket, one deadline set, batched
+//!   sends;
+//! * [`arp`]: ARP replies for the devices' IPs (pure);
+//! * [`status`]: the status view (thread `farm-http`).
+
+pub mod arp;
+pub mod device;
+pub mod io;
+pub mod plant;
+pub mod status;
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+
+use pn_device::dataplane::DiagnosisEntry;
+use pn_protocol::time::Instant;
+
+use crate::device::FarmDevice;
+use crate::plant::DeviceSpec;
+use crate::status::{Command, DeviceView, FarmShared};
+
+/// How the farm runs.
+#[derive(Debug, Clone, Default)]
+pub struct FarmOptions {
+    /// Address of the status view (`None`: none).
+    pub http: Option<SocketAddr>,
+    /// Try `SCHED_FIFO` for the I/O loop (as pn-device's cyclic thread does).
+    pub realtime: bool,
+}
+
+/// A running farm. Dropping it stops it (every AR ended with ERR-RTA).
+pub struct Farm {
+    shared: Arc<FarmShared>,
+    threads: Vec<JoinHandle<()>>,
+    http_addr: Option<SocketAddr>,
+}
+
+impl Farm {
+    /// Open the NIC and start the devices. Needs `CAP_NET_RAW`; the socket is opened in the
+    /// calling thread's network namespace.
+    pub fn start(nic: &str, specs: &[DeviceSpec], opts: FarmOptions) -> Result<Farm, String> {
+        plant::check_unique(specs)?;
+        let sock = io::open(nic)?;
+        let now = Instant(pn_device::stack::cyclic::mono_ns());
+        let boot = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as u32)
+            .unwrap_or(1);
+        let devs: Vec<FarmDevice> = specs
+            .iter()
+            .enumerate()
+            .map(|(k, s)| FarmDevice::new(k, s, now, boot))
+            .collect();
+        let (tx, rx) = mpsc::channel();
+        let shared = Arc::new(FarmShared {
+            devices: devs.iter().map(|d| d.shared.clone()).collect(),
+            commands: Mutex::new(tx),
+            stop: AtomicBool::new(false),
+        });
+        let listener = match opts.http {
+            Some(a) => Some(TcpListener::bind(a).map_err(|e| format!("status view {a}: {e}"))?),
+            None => None,
+        };
+        let http_addr = listener.as_ref().and_then(|l| l.local_addr().ok());
+        let mut threads = Vec::new();
+        let s2 = shared.clone();
+        let realtime = opts.realtime;
+        threads.push(
+            std::thread::Builder::new()
+                .name("farm-io".into())
+                .spawn(move || io::run(sock, devs, s2, rx, realtime))
+                .map_err(|e| format!("farm-io thread: {e}"))?,
+        );
+        if let Some(l) = listener {
+            match status::spawn_http(l, shared.clone()) {
+                Ok(h) => threads.push(h),
+                Err(e) => {
+                    let f = Farm {
+                        shared,
+                        threads,
+                        http_addr: None,
+                    };
+                    drop(f);
+                    return Err(format!("status view: {e}"));
+                }
+            }
+        }
+        Ok(Farm {
+            shared,
+            threads,
+            http_addr,
+        })
+    }
+
+    /// Where the status view listens (the bound address, also for port 0).
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http_addr
+    }
+
+    pub fn devices(&self) -> Vec<DeviceView> {
+        self.shared
+            .devices
+            .iter()
+            .enumerate()
+            .map(|(i, d)| d.view(i))
+            .collect()
+    }
+
+    pub fn device(&self, i: usize) -> Option<DeviceView> {
+        self.shared.devices.get(i).map(|d| d.view(i))
+    }
+
+    /// Set PROFINET input data (device -> controller) of device `i` at `offset`.
+    pub fn set_inputs(&self, i: usize, offset: usize, data: &[u8]) -> Result<(), String> {
+        let d = self.shared.devices.get(i).ok_or("no such device")?;
+        d.image
+            .write_output(offset, data)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    /// PROFINET output data (controller -> device) of device `i` as last received.
+    pub fn outputs(&self, i: usize) -> Option<Vec<u8>> {
+        self.shared.devices.get(i).map(|d| d.image.snapshot().input)
+    }
+
+    /// Raise a diagnosis on device `i`: a diagnosis alarm to its controller.
+    pub fn set_diagnosis(&self, i: usize, d: DiagnosisEntry) -> bool {
+        self.shared.send(Command::SetDiagnosis(i, d))
+    }
+
+    /// Clear a diagnosis on device `i`: a disappearing diagnosis alarm.
+    pub fn remove_diagnosis(&self, i: usize, d: DiagnosisEntry) -> bool {
+        self.shared.send(Command::RemoveDiagnosis(i, d))
+    }
+
+    /// The stop flag (the CLI's signal handler sets it).
+    pub fn stopping(&self) -> bool {
+        self.shared.stop.load(Ordering::Acquire)
+    }
+
+    /// Stop: end every AR, join the threads.
+    pub fn stop(mut self) {
+        self.stop_threads();
+    }
+
+    fn stop_threads(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Farm {
+    fn drop(&mut self) {
+        self.stop_threads();
+    }
+}

@@ -1,0 +1,131 @@
+//! `pn-farm`: emulate a plant of PROFINET IO devices on one NIC.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use clap::Parser;
+use pn_device_formats::config::RuntimeConfig;
+use pn_farm::plant::{self, Numbering, PlantFile};
+use pn_farm::{Farm, FarmOptions};
+
+/// Emulate N PROFINET IO devices on one network interface (a plant in one box). Each device
+/// has its own MAC, NameOfStation, IP, identity and I&M, and runs pn-device's role machines.
+#[derive(Parser, Debug)]
+#[command(name = "pn-farm", version, about)]
+struct Cli {
+    /// The network interface the devices share (promiscuous; give it no address of the devices).
+    #[arg(short, long)]
+    interface: String,
+    /// Number of numbered copies of --config (ignored with --plant).
+    #[arg(short = 'n', long, default_value_t = 1)]
+    devices: usize,
+    /// Device configuration XML (pn-device's format); with --plant, the default of devices
+    /// that name none.
+    #[arg(short, long)]
+    config: Option<PathBuf>,
+    /// Plant file (TOML, one [[device]] per device): see docs/architecture.md.
+    #[arg(long)]
+    plant: Option<PathBuf>,
+    /// NameOfStation of copy k is PREFIX followed by k (1-based).
+    #[arg(long, default_value = "plant-dev-")]
+    name_prefix: String,
+    /// IP of copy 1; copy k gets base + k - 1 (default: the configuration's IP, numbered).
+    #[arg(long)]
+    ip_base: Option<Ipv4Addr>,
+    /// MAC of copy 1; copy k gets base + k - 1.
+    #[arg(long, default_value = "02:00:50:4e:00:01")]
+    mac_base: String,
+    /// Copies start without name and IP: the PLC assigns both over DCP.
+    #[arg(long)]
+    unnamed: bool,
+    /// Address of the status view (HTML on /, JSON on /api/devices).
+    #[arg(long, default_value = "127.0.0.1:18850")]
+    http: SocketAddr,
+    /// Do not try SCHED_FIFO for the I/O loop.
+    #[arg(long)]
+    no_realtime: bool,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Release);
+}
+
+fn specs(cli: &Cli) -> Result<Vec<plant::DeviceSpec>, String> {
+    if let Some(p) = &cli.plant {
+        let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let pf = PlantFile::parse(&text)?;
+        let dir = p.parent().unwrap_or(Path::new("."));
+        return plant::from_plant(&pf, dir, &cli.interface, cli.config.as_deref(), |x| {
+            RuntimeConfig::load(Some(x))
+        });
+    }
+    let cfg = RuntimeConfig::load(cli.config.as_deref())?;
+    let mac_base = plant::parse_mac(&cli.mac_base)
+        .ok_or_else(|| format!("--mac-base '{}' is not a MAC address", cli.mac_base))?;
+    let n = Numbering {
+        count: cli.devices,
+        name_prefix: cli.name_prefix.clone(),
+        ip_base: cli.ip_base,
+        mac_base,
+        unnamed: cli.unnamed,
+    };
+    plant::numbered(&cfg, &cli.interface, &n)
+}
+
+fn main() {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let specs = match specs(&cli) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("pn-farm: {e}");
+            std::process::exit(2);
+        }
+    };
+    let opts = FarmOptions {
+        http: Some(cli.http),
+        realtime: !cli.no_realtime,
+    };
+    let farm = match Farm::start(&cli.interface, &specs, opts) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("pn-farm: {e}");
+            std::process::exit(1);
+        }
+    };
+    // SAFETY: the handler only stores to an atomic (async-signal-safe).
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+        libc::signal(
+            libc::SIGTERM,
+            on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+    }
+    tracing::info!(
+        devices = specs.len(),
+        interface = %cli.interface,
+        status = %farm.http_addr().map(|a| a.to_string()).unwrap_or_default(),
+        "pn-farm running"
+    );
+    for d in farm.devices() {
+        tracing::info!(name = %d.name, mac = %d.mac, ip = %d.ip, "device");
+    }
+    // The main thread only waits for a signal; the farm's threads do the work.
+    while !STOP.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    tracing::info!("stopping: ending every AR");
+    farm.stop();
+}

@@ -1,0 +1,520 @@
+//! What the farm shows of its devices: per-device state shared between the I/O loop (the
+//! writer) and the status view, and the view itself (`GET /` HTML, `GET /api/devices` JSON,
+//! `GET /api/devices/NAME`, `POST /api/devices/NAME/io`, `POST /api/devices/NAME/diagnosis`)
+//! on a port of its own (the 18840 contract stays pn-device's).
+//!
+//! The server is a plain std thread answering one short request at a time: it serves a human
+//! and the tests, never the cyclic path (which touches only atomics and the image's seqlock).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use pn_device::dataplane::DiagnosisEntry;
+use pn_device::image::ProcessImage;
+use pn_protocol::machine::dcp_responder::DcpIdentity;
+use serde::{Deserialize, Serialize};
+
+use crate::plant::{mac_text, DeviceSpec};
+
+/// Counters of one device (written by the I/O loop only).
+#[derive(Default)]
+pub struct Counters {
+    pub tx_rt: AtomicU64,
+    pub rx_rt: AtomicU64,
+    pub rx_invalid: AtomicU64,
+    pub rx_cm: AtomicU64,
+    pub tx_cm: AtomicU64,
+    pub tx_dropped: AtomicU64,
+    pub missed_slots: AtomicU64,
+    pub watchdog_trips: AtomicU64,
+    pub alarms_sent: AtomicU64,
+    pub alarms_acked: AtomicU64,
+    pub alarms_nacked: AtomicU64,
+    pub alarms_received: AtomicU64,
+    pub signals: AtomicU64,
+}
+
+#[derive(Debug, Clone)]
+struct Info {
+    name: String,
+    ip: Ipv4Addr,
+    state: &'static str,
+    controller: Option<String>,
+    cycle_us: u64,
+    message: String,
+}
+
+/// One device as the status view and the library API see it.
+pub struct DevShared {
+    pub mac: [u8; 6],
+    pub vendor_id: u16,
+    pub device_id: u16,
+    pub device_name: String,
+    pub image: Arc<ProcessImage>,
+    pub counters: Counters,
+    info: Mutex<Info>,
+}
+
+impl DevShared {
+    pub fn new(spec: &DeviceSpec, image: Arc<ProcessImage>) -> DevShared {
+        DevShared {
+            mac: spec.mac,
+            vendor_id: spec.stack.vendor_id,
+            device_id: spec.stack.device_id,
+            device_name: spec.stack.device_name.clone(),
+            image,
+            counters: Counters::default(),
+            info: Mutex::new(Info {
+                name: spec.stack.station_name.clone(),
+                ip: spec.stack.ip,
+                state: "Idle",
+                controller: None,
+                cycle_us: 0,
+                message: String::new(),
+            }),
+        }
+    }
+
+    fn info(&self) -> std::sync::MutexGuard<'_, Info> {
+        self.info.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn name(&self) -> String {
+        self.info().name.clone()
+    }
+
+    pub fn set_identity(&self, id: &DcpIdentity) {
+        let mut i = self.info();
+        if i.name != id.station_name {
+            i.name = id.station_name.clone();
+        }
+        i.ip = id.ip;
+    }
+
+    pub fn set_ar(&self, state: &'static str, controller: Option<String>, cycle_us: u64) {
+        let mut i = self.info();
+        i.state = state;
+        i.controller = controller;
+        i.cycle_us = cycle_us;
+    }
+
+    pub fn set_state(&self, state: &'static str) {
+        self.info().state = state;
+    }
+
+    pub fn set_message(&self, m: String) {
+        self.info().message = m;
+    }
+
+    pub fn view(&self, index: usize) -> DeviceView {
+        let i = self.info().clone();
+        let k = &self.counters;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let snap = self.image.snapshot();
+        DeviceView {
+            index,
+            name: i.name,
+            mac: mac_text(&self.mac),
+            ip: i.ip.to_string(),
+            vendor_id: self.vendor_id,
+            device_id: self.device_id,
+            device_name: self.device_name.clone(),
+            state: i.state.to_string(),
+            controller: i.controller,
+            cycle_us: i.cycle_us,
+            frames_sent: l(&k.tx_rt),
+            frames_received: l(&k.rx_rt),
+            frames_invalid: l(&k.rx_invalid),
+            missed_slots: l(&k.missed_slots),
+            watchdog_trips: l(&k.watchdog_trips),
+            alarms_sent: l(&k.alarms_sent),
+            alarms_acked: l(&k.alarms_acked),
+            alarms_received: l(&k.alarms_received),
+            outputs_hex: hex(&snap.input),
+            inputs_hex: hex(&snap.output),
+            message: i.message,
+        }
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| s.get(i..i + 2).and_then(|p| u8::from_str_radix(p, 16).ok()))
+        .collect()
+}
+
+/// `GET /api/devices` entry. `outputsHex`: what the controller sent (PROFINET outputs, the
+/// device's I area); `inputsHex`: what the device sends (PROFINET inputs, its Q area).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceView {
+    pub index: usize,
+    pub name: String,
+    pub mac: String,
+    pub ip: String,
+    pub vendor_id: u16,
+    pub device_id: u16,
+    pub device_name: String,
+    /// "Idle", "Startup" (Connect accepted) or "DataExchange".
+    pub state: String,
+    pub controller: Option<String>,
+    pub cycle_us: u64,
+    pub frames_sent: u64,
+    pub frames_received: u64,
+    pub frames_invalid: u64,
+    pub missed_slots: u64,
+    pub watchdog_trips: u64,
+    pub alarms_sent: u64,
+    pub alarms_acked: u64,
+    pub alarms_received: u64,
+    pub outputs_hex: String,
+    pub inputs_hex: String,
+    pub message: String,
+}
+
+/// Requests to the I/O loop (the only owner of the machines).
+#[derive(Debug, Clone)]
+pub enum Command {
+    SetDiagnosis(usize, DiagnosisEntry),
+    RemoveDiagnosis(usize, DiagnosisEntry),
+}
+
+/// What the view and the library share with the I/O loop.
+pub struct FarmShared {
+    pub devices: Vec<Arc<DevShared>>,
+    pub commands: Mutex<mpsc::Sender<Command>>,
+    pub stop: AtomicBool,
+}
+
+impl FarmShared {
+    pub fn find(&self, name: &str) -> Option<usize> {
+        self.devices.iter().position(|d| d.name() == name)
+    }
+
+    pub fn send(&self, c: Command) -> bool {
+        self.commands
+            .lock()
+            .map(|tx| tx.send(c).is_ok())
+            .unwrap_or(false)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IoWrite {
+    #[serde(default)]
+    offset: usize,
+    data: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct DiagWrite {
+    slot: u16,
+    subslot: u16,
+    #[serde(default)]
+    channel: u16,
+    error_type: u16,
+    #[serde(default)]
+    severity: u8,
+    #[serde(default)]
+    text: String,
+    /// `true`: the diagnosis disappears.
+    #[serde(default)]
+    remove: bool,
+}
+
+/// The HTTP thread; stops when `FarmShared::stop` is set.
+pub fn spawn_http(
+    listener: TcpListener,
+    farm: Arc<FarmShared>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    listener.set_nonblocking(true)?;
+    std::thread::Builder::new()
+        .name("farm-http".into())
+        .spawn(move || {
+            use std::os::fd::AsRawFd;
+            while !farm.stop.load(Ordering::Acquire) {
+                let mut pfd = libc::pollfd {
+                    fd: listener.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd. Wakes every 200 ms to see the stop flag.
+                let rc = unsafe { libc::poll(&mut pfd, 1, 200) };
+                if rc <= 0 {
+                    continue;
+                }
+                if let Ok((s, _)) = listener.accept() {
+                    let _ = serve(s, &farm);
+                }
+            }
+        })
+}
+
+fn serve(mut s: TcpStream, farm: &FarmShared) -> std::io::Result<()> {
+    s.set_nonblocking(false)?;
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    let mut r = BufReader::new(s.try_clone()?);
+    let mut line = String::new();
+    r.read_line(&mut line)?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or("").to_string();
+    let path = parts.next().unwrap_or("").to_string();
+    let mut len = 0usize;
+    loop {
+        let mut h = String::new();
+        if r.read_line(&mut h)? == 0 || h.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            if k.trim().eq_ignore_ascii_case("content-length") {
+                len = v.trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    if len > 64 * 1024 {
+        return respond(
+            &mut s,
+            413,
+            "application/json",
+            r#"{"error":"body too large"}"#,
+        );
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body)?;
+    let (code, ctype, text) = route(farm, &method, &path, &body);
+    respond(&mut s, code, ctype, &text)
+}
+
+fn respond(s: &mut TcpStream, code: u16, ctype: &str, body: &str) -> std::io::Result<()> {
+    let reason = match code {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        413 => "Payload Too Large",
+        _ => "Error",
+    };
+    write!(
+        s,
+        "HTTP/1.1 {code} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+fn err(code: u16, msg: &str) -> (u16, &'static str, String) {
+    (
+        code,
+        "application/json",
+        serde_json::json!({ "error": msg }).to_string(),
+    )
+}
+
+/// Answer one request (pure apart from the shared state; unit-tested).
+pub fn route(
+    farm: &FarmShared,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> (u16, &'static str, String) {
+    let views = || -> Vec<DeviceView> {
+        farm.devices
+            .iter()
+            .enumerate()
+            .map(|(i, d)| d.view(i))
+            .collect()
+    };
+    match (method, path) {
+        ("GET", "/") => (200, "text/html; charset=utf-8", html(&views())),
+        ("GET", "/api/devices") => (
+            200,
+            "application/json",
+            serde_json::to_string(&views()).unwrap_or_default(),
+        ),
+        (_, p) if p.starts_with("/api/devices/") => {
+            let rest = &p["/api/devices/".len()..];
+            let (name, action) = rest.split_once('/').unwrap_or((rest, ""));
+            let Some(i) = farm.find(name) else {
+                return err(404, "no such device");
+            };
+            match (method, action) {
+                ("GET", "") => (
+                    200,
+                    "application/json",
+                    serde_json::to_string(&farm.devices[i].view(i)).unwrap_or_default(),
+                ),
+                ("POST", "io") => {
+                    let Ok(w) = serde_json::from_slice::<IoWrite>(body) else {
+                        return err(400, "expected {\"offset\": N, \"data\": \"hex\"}");
+                    };
+                    let Some(data) = unhex(&w.data) else {
+                        return err(400, "data is not hex");
+                    };
+                    match farm.devices[i].image.write_output(w.offset, &data) {
+                        Ok(_) => (200, "application/json", r#"{"ok":true}"#.into()),
+                        Err(e) => err(400, &e.to_string()),
+                    }
+                }
+                ("POST", "diagnosis") => {
+                    let Ok(d) = serde_json::from_slice::<DiagWrite>(body) else {
+                        return err(400, "expected {\"slot\", \"subslot\", \"errorType\", ...}");
+                    };
+                    let e = DiagnosisEntry {
+                        slot: d.slot,
+                        subslot: d.subslot,
+                        channel: d.channel,
+                        error_type: d.error_type,
+                        severity: d.severity,
+                        text: d.text,
+                    };
+                    let c = if d.remove {
+                        Command::RemoveDiagnosis(i, e)
+                    } else {
+                        Command::SetDiagnosis(i, e)
+                    };
+                    if farm.send(c) {
+                        (200, "application/json", r#"{"ok":true}"#.into())
+                    } else {
+                        err(500, "farm stopped")
+                    }
+                }
+                _ => err(404, "no such action"),
+            }
+        }
+        _ => err(404, "not found"),
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn html(v: &[DeviceView]) -> String {
+    let mut h = String::from(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"2\">\
+         <title>pn-farm</title><style>body{font-family:sans-serif}td,th{padding:2px 8px;text-align:left}\
+         tr:nth-child(even){background:#eee}</style></head><body><h1>pn-farm</h1>",
+    );
+    h.push_str(&format!("<p>{} devices</p><table><tr><th>#</th><th>Name</th><th>MAC</th><th>IP</th><th>State</th><th>Controller</th><th>Cycle µs</th><th>Sent</th><th>Received</th><th>Watchdog trips</th><th>Alarms sent/acked</th><th>Message</th></tr>", v.len()));
+    for d in v {
+        h.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td></tr>",
+            d.index,
+            esc(&d.name),
+            d.mac,
+            d.ip,
+            d.state,
+            esc(d.controller.as_deref().unwrap_or("")),
+            d.cycle_us,
+            d.frames_sent,
+            d.frames_received,
+            d.watchdog_trips,
+            d.alarms_sent,
+            d.alarms_acked,
+            esc(&d.message)
+        ));
+    }
+    h.push_str("</table></body></html>");
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plant::{numbered, Numbering, DEFAULT_MAC_BASE};
+    use pn_device_formats::config::{RuntimeConfig, DEFAULT_CONFIG_XML};
+
+    fn farm() -> (FarmShared, mpsc::Receiver<Command>) {
+        let c = RuntimeConfig::parse(DEFAULT_CONFIG_XML, "d").unwrap();
+        let n = Numbering {
+            count: 2,
+            name_prefix: "dev-".into(),
+            ip_base: Some(Ipv4Addr::new(10, 0, 0, 1)),
+            mac_base: DEFAULT_MAC_BASE,
+            unnamed: false,
+        };
+        let devices = numbered(&c, "eth0", &n)
+            .unwrap()
+            .iter()
+            .map(|s| {
+                let img = Arc::new(ProcessImage::new(s.stack.input_len, s.stack.output_len));
+                Arc::new(DevShared::new(s, img))
+            })
+            .collect();
+        let (tx, rx) = mpsc::channel();
+        (
+            FarmShared {
+                devices,
+                commands: Mutex::new(tx),
+                stop: AtomicBool::new(false),
+            },
+            rx,
+        )
+    }
+
+    #[test]
+    fn the_view_lists_every_device_and_writes_inputs() {
+        let (f, rx) = farm();
+        let (code, _, body) = route(&f, "GET", "/api/devices", b"");
+        assert_eq!(code, 200);
+        let v: Vec<DeviceView> = serde_json::from_str(&body).unwrap();
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[1].name, "dev-2");
+        assert_eq!(v[1].ip, "10.0.0.2");
+        assert_eq!(v[0].state, "Idle");
+        let (code, ctype, page) = route(&f, "GET", "/", b"");
+        assert_eq!((code, ctype), (200, "text/html; charset=utf-8"));
+        assert!(page.contains("dev-2"));
+
+        let (code, _, _) = route(
+            &f,
+            "POST",
+            "/api/devices/dev-1/io",
+            br#"{"offset":0,"data":"a5b6"}"#,
+        );
+        assert_eq!(code, 200);
+        assert!(f.devices[0].view(0).inputs_hex.starts_with("a5b6"));
+        for (body, want) in [
+            (&br#"{"data":"zz"}"#[..], 400),
+            (br#"{"data":"a5","colour":1}"#, 400),
+            (br#"{"offset":100000,"data":"a5"}"#, 400),
+            (b"\xff\x00", 400),
+        ] {
+            assert_eq!(route(&f, "POST", "/api/devices/dev-1/io", body).0, want);
+        }
+        assert_eq!(route(&f, "GET", "/api/devices/nobody", b"").0, 404);
+        assert_eq!(route(&f, "DELETE", "/api/devices", b"").0, 404);
+
+        let (code, _, _) = route(
+            &f,
+            "POST",
+            "/api/devices/dev-2/diagnosis",
+            br#"{"slot":1,"subslot":1,"errorType":1,"text":"short"}"#,
+        );
+        assert_eq!(code, 200);
+        assert!(matches!(rx.try_recv(), Ok(Command::SetDiagnosis(1, e)) if e.error_type == 1));
+    }
+
+    #[test]
+    fn hex_round_trips_and_rejects_junk() {
+        assert_eq!(unhex("00ff10"), Some(vec![0, 255, 16]));
+        assert_eq!(unhex("0"), None);
+        assert_eq!(unhex("gg"), None);
+        assert_eq!(unhex("é1"), None);
+        assert_eq!(hex(&[1, 0xab]), "01ab");
+    }
+}
