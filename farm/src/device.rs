@@ -21,14 +21,13 @@ use std::sync::Arc;
 
 use pn_device::dataplane::{DiagnosisEntry, StackConfig};
 use pn_device::image::{ProcessImage, IOXS_BAD, IOXS_GOOD};
-use pn_device::stack::alarms::{AlarmCr, AlarmOutcome};
 use pn_device::stack::ar::{self, ConnectPlan, SlotEntry};
+use pn_device::stack::cm;
 use pn_device::stack::cyclic::{self, Consumed, CyclicShared, ProviderJob, CLOCK_UNIT_NS};
 use pn_device::stack::records::{self, PdevLive, Records};
+use pn_protocol::machine::alarm_cr::{AlarmCr, AlarmOutcome};
 use pn_protocol::machine::cmdev::connect::ConnectLimits;
-use pn_protocol::machine::cmdev::{
-    ArPhase, Cmdev, CmdevApp, CmdevConfig, CmdevEvent, EndCause, IoArPlan,
-};
+use pn_protocol::machine::cmdev::{ArPhase, Cmdev, CmdevApp, CmdevEvent, EndCause, IoArPlan};
 use pn_protocol::machine::data_hold::DataHold;
 use pn_protocol::machine::dcp_responder::{DcpEvent, DcpIdentity, DcpResponder};
 use pn_protocol::time::{Duration as PnDuration, Instant};
@@ -179,7 +178,7 @@ impl FarmDevice {
         FarmDevice {
             mac: spec.mac,
             safe_input: cfg.safe_input_value,
-            cm: Cmdev::new(CmdevConfig::new(boot, spec.mac, random_seed(k))),
+            cm: Cmdev::new(cm::cmdev_config(cfg, boot, spec.mac, random_seed(k))),
             records: Records::from_config(cfg),
             slots: ar::layout(
                 &cfg.modules,
@@ -568,7 +567,8 @@ impl FarmDevice {
             .any(|e| e.slot == d.slot && e.subslot == d.subslot);
         let in_data = self.cm.io_ar().is_some_and(|a| a.phase == ArPhase::Data);
         if let Some(alarm) = self.alarm.as_mut().filter(|_| in_data) {
-            match alarm.send_diagnosis(d, appears, still, idents, now) {
+            let item = records::diagnosis_alarm_item(d, appears);
+            match alarm.send_diagnosis(d.slot, d.subslot, idents, appears, still, item, now) {
                 Ok(_) => {
                     self.shared
                         .counters

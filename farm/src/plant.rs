@@ -153,6 +153,7 @@ pub fn stack_config(
         vendor_id: cfg.vendor_id,
         device_id: cfg.device_id,
         send_clock_factor: cfg.send_clock_ms.saturating_mul(32),
+        min_device_interval: cfg.min_device_interval,
         watchdog_ms: 0,
         safe_input_value: 0,
         modules: cfg.modules.clone(),

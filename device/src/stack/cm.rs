@@ -24,7 +24,6 @@ use pn_protocol::machine::cmdev::{
 use pn_protocol::machine::data_hold;
 use pn_protocol::time::Instant;
 use pn_protocol::wire::pnio::cm::ConnectRequest;
-use pn_protocol::wire::pnio::diagnosis::Specifier;
 use pn_protocol::wire::pnio::record::RecordAddress;
 use pn_protocol::wire::pnio::PnioStatus;
 use pn_protocol::wire::rta::abort_reason;
@@ -146,6 +145,18 @@ impl CmdevApp for DeviceApp<'_> {
     }
 }
 
+/// The CMDEV machine's parameters for a configuration (the daemon's device and the farm's
+/// devices alike). `seed`: of the activity UUIDs of the device's own calls.
+pub fn cmdev_config(cfg: &StackConfig, boot: u32, mac: [u8; 6], seed: [u8; 16]) -> CmdevConfig {
+    let mut c = CmdevConfig::new(boot, mac, seed);
+    // The cycles the configuration accepts (and its GSDML offers): CMDEV refuses a Connect
+    // below them with the standard's PNIOStatus (DB 81 02 0B).
+    c.limits = ConnectLimits {
+        min_device_interval: cfg.min_device_interval,
+    };
+    c
+}
+
 /// Start the connection-manager thread. Binds UDP 34964 first so a bind error fails the start.
 pub fn spawn(ctx: CmContext, rx: Receiver<CtlMsg>) -> std::io::Result<std::thread::JoinHandle<()>> {
     let sock = UdpSocket::bind(("0.0.0.0", CM_PORT))?;
@@ -160,13 +171,7 @@ pub fn spawn(ctx: CmContext, rx: Receiver<CtlMsg>) -> std::io::Result<std::threa
         ctx.image.input_len(),
         ctx.image.output_len(),
     );
-    let mut cmdev_cfg = CmdevConfig::new(boot, ctx.link.mac(), random_seed());
-    // The cycles the configuration accepts (and its GSDML offers): CMDEV refuses a Connect
-    // below them with the standard's PNIOStatus (DB 81 02 0B).
-    cmdev_cfg.limits = ConnectLimits {
-        min_device_interval: ctx.cfg.min_device_interval,
-    };
-    let machine = Cmdev::new(cmdev_cfg);
+    let machine = Cmdev::new(cmdev_config(&ctx.cfg, boot, ctx.link.mac(), random_seed()));
     let mut cm = Cm {
         ctx,
         sock,
@@ -493,12 +498,7 @@ impl Cm {
             .io_ar()
             .is_some_and(|a| a.phase == ArPhase::Data);
         if let Some(alarm) = self.alarm.as_mut().filter(|_| in_data) {
-            let spec = if appears {
-                Specifier::Appears
-            } else {
-                Specifier::Disappears
-            };
-            let item = super::records::channel_item(d, spec);
+            let item = super::records::diagnosis_alarm_item(d, appears);
             let sent = alarm.send_diagnosis(d.slot, d.subslot, idents, appears, still, item, now);
             if let Err(e) = sent {
                 tracing::warn!("diagnosis alarm not sent: {e}");

@@ -92,6 +92,16 @@ pub fn channel_properties(d: &DiagnosisEntry, spec: Specifier) -> ChannelPropert
     ChannelProperties::new(0, false, sev, spec, Direction::ManufacturerSpecific)
 }
 
+/// The diagnosis item of the alarm that reports `d` appearing or disappearing.
+pub fn diagnosis_alarm_item(d: &DiagnosisEntry, appears: bool) -> UserStructure {
+    let spec = if appears {
+        Specifier::Appears
+    } else {
+        Specifier::Disappears
+    };
+    channel_item(d, spec)
+}
+
 /// The ChannelDiagnosis user structure of one entry.
 pub fn channel_item(d: &DiagnosisEntry, spec: Specifier) -> UserStructure {
     UserStructure::Channel(vec![ChannelDiagnosis {
