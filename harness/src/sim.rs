@@ -39,6 +39,10 @@ pub enum PlantArg {
     WatchdogOffByOne,
     /// The controller drops one received alarm.
     LoseOneAlarm,
+    /// The device confirms record writes in the five seconds after a link flap but drops them.
+    LostWriteOnFlap,
+    /// The device ends an AR whose controller went silent with the wrong abort reason.
+    WrongAbortReason,
 }
 
 impl From<PlantArg> for Plant {
@@ -46,6 +50,8 @@ impl From<PlantArg> for Plant {
         match p {
             PlantArg::WatchdogOffByOne => Plant::WatchdogOffByOne,
             PlantArg::LoseOneAlarm => Plant::LoseOneAlarm,
+            PlantArg::LostWriteOnFlap => Plant::LostWriteOnFlap,
+            PlantArg::WrongAbortReason => Plant::WrongAbortReason,
         }
     }
 }
@@ -176,7 +182,7 @@ pub fn summary(cfg: &SimConfig, r: &Report) -> String {
     format!(
         "seed {}: cycle {} us, DataHoldFactor {}, loss {:.1} %, dup {:.1} % | frames {} \
          (lost {}), watchdog trips device {} controller {}, alarms {}/{} delivered, \
-         RTA timeouts {}{}",
+         RTA timeouts {}, ARs established {}{}",
         cfg.seed,
         u64::from(cfg.send_clock_factor) * u64::from(cfg.reduction_ratio) * 125 / 4,
         cfg.data_hold_factor,
@@ -189,6 +195,7 @@ pub fn summary(cfg: &SimConfig, r: &Report) -> String {
         r.alarms_delivered,
         r.alarms_sent,
         r.rta_timeouts,
+        r.ars_established,
         if r.violations.is_empty() {
             ", ok"
         } else {

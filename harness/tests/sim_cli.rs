@@ -79,13 +79,23 @@ fn the_simulated_link_is_clean_to_tshark() {
     assert_eq!(code, Some(0), "{out}");
     let pkts = pn_testkit::tshark::dissect_file(&pcap, &[]).unwrap();
     assert!(pkts.len() > 1000, "{} frames", pkts.len());
-    let mut alarms = 0;
+    let (mut alarms, mut cm) = (0, 0);
     for (i, p) in pkts.iter().enumerate() {
         p.assert_clean(&format!("simulated frame {}", i + 1));
-        assert!(p.protocols().contains("pn_rt"), "{}", p.protocols());
-        if p.protocols().contains("pn_io") && p.field("pn_io.alarm_type").is_some() {
+        let protos = p.protocols();
+        // RT frames (cyclic, alarms) and the connection management's DCE/RPC datagrams.
+        assert!(
+            protos.contains("pn_rt") || protos.contains("dcerpc"),
+            "{protos}"
+        );
+        if protos.contains("pn_io") && p.field("pn_io.alarm_type").is_some() {
             alarms += 1;
+        }
+        // A PNIO-CM call Wireshark's PROFINET dissector decoded (ArgsMaximum of a request).
+        if protos.contains("dcerpc") && p.field("pn_io.args_max").is_some() {
+            cm += 1;
         }
     }
     assert!(alarms > 0, "no AlarmNotification among the frames");
+    assert!(cm > 0, "no PNIO-CM call among the datagrams");
 }

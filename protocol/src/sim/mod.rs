@@ -30,6 +30,8 @@ use crate::wire::ethernet::{ethertype, EthernetRepr, MacAddr, VlanTag};
 use crate::wire::pnio::alarm::{AlarmNotificationRepr, AlarmPdu, AlarmPriority, AlarmSpecifier};
 use crate::wire::rt::FrameId;
 
+mod cm;
+
 const DEV: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x02]);
 const CTL: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x01]);
 const IN_FID: FrameId = FrameId(0x8001);
@@ -43,6 +45,12 @@ pub enum Plant {
     WatchdogOffByOne,
     /// The controller drops one received alarm (a lost alarm).
     LoseOneAlarm,
+    /// The device confirms record writes that arrive within five seconds of a link flap but
+    /// does not keep them (a lost write on a flap).
+    LostWriteOnFlap,
+    /// The device ends an AR whose controller went silent with CMInitiatorActivityTimeout
+    /// instead of the data-hold expiry (a wrong abort reason).
+    WrongAbortReason,
 }
 
 /// One simulated run.
@@ -118,6 +126,8 @@ pub struct Report {
     pub alarms_sent: u64,
     pub alarms_delivered: u64,
     pub rta_timeouts: u64,
+    /// ARs the controller established in the connection-management part of the run.
+    pub ars_established: u64,
     /// Invariant violations, with their simulated time.
     pub violations: Vec<String>,
     pub trace: Vec<TraceFrame>,
@@ -475,6 +485,8 @@ pub fn run(cfg: &SimConfig) -> Report {
             rep.alarms_sent, rep.alarms_delivered
         ));
     }
+    // Connection management, after the cyclic part on the same time line.
+    cm::run(cfg, &mut rep, end + step);
     rep
 }
 
@@ -635,16 +647,19 @@ mod tests {
     /// The planted bugs are caught by the invariants.
     #[test]
     fn planted_bugs_are_caught() {
-        let caught = |plant| {
-            (1..=300).any(|seed| {
+        // Each plant is caught within a few seeds, by the invariant named here.
+        let caught = |plant, by: &str| {
+            (1..=300u64).find(|&seed| {
                 let cfg = SimConfig {
                     plant: Some(plant),
                     ..SimConfig::for_seed(seed)
                 };
-                !run(&cfg).violations.is_empty()
+                run(&cfg).violations.iter().any(|v| v.contains(by))
             })
         };
-        assert!(caught(Plant::WatchdogOffByOne));
-        assert!(caught(Plant::LoseOneAlarm));
+        assert!(caught(Plant::WatchdogOffByOne, "consumer tripped after").is_some());
+        assert!(caught(Plant::LoseOneAlarm, "alarms sent").is_some());
+        assert!(caught(Plant::LostWriteOnFlap, "confirmed record write reads back").is_some());
+        assert!(caught(Plant::WrongAbortReason, "not the reason of that cause").is_some());
     }
 }

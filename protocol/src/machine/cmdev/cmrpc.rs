@@ -22,6 +22,9 @@ pub const MAX_FRAGMENT_BODY: usize = 1392;
 const MAX_CACHED_REPLIES: usize = 64;
 /// Incomplete fragmented calls remembered for PING -> WORKING.
 const MAX_IN_PROGRESS: usize = 64;
+/// Activities whose last answered sequence number is remembered after their reply was
+/// freed, so a late duplicate of an answered call is recognised (at-most-once execution).
+const MAX_ACTIVITIES: usize = 256;
 
 /// One UDP datagram to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +57,13 @@ pub struct RpcServer {
     in_progress: HashMap<Uuid, u32>,
     reasm: Reassembler,
     out: VecDeque<Datagram>,
+    /// Activity -> the highest sequence number answered, kept after an ACK freed the reply
+    /// (C706 connectionless: a call is executed at most once; a duplicate of an answered call
+    /// that arrives after the ACK, delayed or duplicated in the network, must not run again:
+    /// a second Connect would re-run, and so abort, the AR it created).
+    answered: HashMap<Uuid, u32>,
+    /// Insertion order of `answered`, for the bound.
+    answered_order: VecDeque<Uuid>,
 }
 
 impl RpcServer {
@@ -69,6 +79,8 @@ impl RpcServer {
                 ..ReassemblyConfig::default()
             }),
             out: VecDeque::new(),
+            answered: HashMap::new(),
+            answered_order: VecDeque::new(),
         }
     }
 
@@ -110,6 +122,14 @@ impl RpcServer {
         let h = pkt.header;
         // A duplicate of an answered call: resend the reply, do not execute it again.
         if self.resend_cached(&h, from) {
+            return Inbound::Done;
+        }
+        // Answered before and its reply already freed by the client's ACK: a late copy.
+        if self
+            .answered
+            .get(&h.activity)
+            .is_some_and(|&s| h.sequence <= s)
+        {
             return Inbound::Done;
         }
         let rec = match self.reasm.receive(now, &pkt) {
@@ -178,6 +198,14 @@ impl RpcServer {
                 packets,
             },
         );
+        if self.answered.insert(h.activity, h.sequence).is_none() {
+            self.answered_order.push_back(h.activity);
+            if self.answered_order.len() > MAX_ACTIVITIES {
+                if let Some(old) = self.answered_order.pop_front() {
+                    self.answered.remove(&old);
+                }
+            }
+        }
         if self.cache.len() > MAX_CACHED_REPLIES {
             if let Some(k) = self.cache.keys().next().copied() {
                 self.cache.remove(&k);

@@ -477,12 +477,28 @@ impl<P> Cmdev<P> {
             }
             ar_type::IOCAR => {
                 if let Some(cur) = &self.io_ar {
-                    if cur.req.ar_uuid != arb.ar_uuid {
+                    let same_ar = cur.req.ar_uuid == arb.ar_uuid;
+                    // The same controller (CMInitiator MAC and station name) connecting with
+                    // a new AR while its previous one never reached data exchange: it gave
+                    // that AR up (its Connect or PrmEnd answer was lost, it timed out), and
+                    // would otherwise be refused until CMInitiatorActivityTimeout (up to
+                    // minutes) ends it here (docs/decisions.md §26). A controller whose AR is
+                    // in data exchange is still refused: the data-hold timer ends that AR
+                    // within a few cycles of the controller going quiet.
+                    let restarted = cur.req.cm_initiator_mac == arb.cm_initiator_mac
+                        && cur.req.cm_initiator_station_name == arb.cm_initiator_station_name
+                        && cur.phase != ArPhase::Data;
+                    if !same_ar && !restarted {
                         let why = "an IO AR with another controller exists";
                         return (self.refuse(&who, no_resources, why), Vec::new());
                     }
+                    let reason = if same_ar {
+                        "the controller re-ran the connect of this AR"
+                    } else {
+                        "the controller connected again before the AR's start-up completed"
+                    };
                     self.end_io_ar(
-                        "the controller re-ran the connect of this AR",
+                        reason,
                         Some(abort_reason::status(
                             abort_reason::AR_RE_RUN_ABORTS_EXISTING,
                         )),

@@ -224,6 +224,26 @@ fn a_retransmitted_connect_gets_the_cached_answer_and_is_not_run_twice() {
 }
 
 #[test]
+fn a_late_copy_of_an_answered_connect_after_the_ack_does_not_run_again() {
+    let mut r = Rig::new();
+    let data = r.req.emit().unwrap();
+    let d = r.datagram(opnum::CONNECT, data, [1; 16]);
+    assert!(r.call_bytes(&d).status.is_ok());
+    // The controller acknowledges the response: the reply is freed.
+    let mut ack = RpcPacket::parse(&d).unwrap();
+    ack.header.packet_type = PacketType::Ack;
+    ack.body.clear();
+    let ack = ack.emit().unwrap();
+    assert!(r.m.handle_datagram(r.now, r.plc, &ack, &mut r.app));
+    // A copy of the Connect the network delayed arrives: no second Connect, no re-run abort.
+    assert!(r.m.handle_datagram(r.now, r.plc, &d, &mut r.app));
+    assert!(r.m.poll_transmit().is_none());
+    let ev = r.events();
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    assert!(matches!(ev[0], CmdevEvent::IoArConnected { .. }));
+}
+
+#[test]
 fn application_ready_is_retried_until_answered_and_each_retry_is_the_same_call() {
     let mut r = Rig::new();
     r.connect();
@@ -279,6 +299,36 @@ fn a_second_controller_is_refused_while_an_io_ar_exists() {
         ArPhase::Data,
         "the first AR is untouched"
     );
+}
+
+#[test]
+fn the_same_controller_connecting_again_before_data_exchange_replaces_its_stale_ar() {
+    let mut r = Rig::new();
+    // The first AR stops after its Connect (the controller never got the answer).
+    assert!(r.connect().status.is_ok());
+    r.req.ar.ar_uuid = Uuid::from_bytes([0x66; 16]);
+    assert!(
+        r.connect().status.is_ok(),
+        "not refused until the CMI timeout"
+    );
+    let ev = r.events();
+    let (reason, rta, _, _) = ended(&ev);
+    assert!(reason.contains("connected again"), "{reason}");
+    assert_eq!(
+        rta,
+        Some(abort_reason::status(
+            abort_reason::AR_RE_RUN_ABORTS_EXISTING
+        ))
+    );
+    assert_eq!(
+        r.m.io_ar().unwrap().ar.ar_uuid,
+        Uuid::from_bytes([0x66; 16])
+    );
+    // Another controller (other MAC) is still refused.
+    r.req.ar.ar_uuid = Uuid::from_bytes([0x77; 16]);
+    r.req.ar.cm_initiator_mac = [2, 0, 0, 0, 0, 9];
+    let st = r.connect().status;
+    assert_eq!(st, connect_error(err1::CMRPC, cmrpc::NO_AR_RESOURCES));
 }
 
 #[test]
