@@ -56,7 +56,7 @@ impl Runtime {
             self.lock().link_up = info.link.up;
         }
         if let Err(e) = probe {
-            error!("start refused: data plane probe failed: {e}");
+            error!(target: LOG_TARGET, "start refused: data plane probe failed: {e}");
             let mut sh = self.lock();
             apply(
                 &mut sh,
@@ -70,7 +70,7 @@ impl Runtime {
         }
         // Licence gate (spec 1.10).
         if let Err(e) = self.check_licence(&nic) {
-            error!("start refused: {e}");
+            error!(target: LOG_TARGET, "start refused: {e}");
             let mut sh = self.lock();
             apply(
                 &mut sh,
@@ -117,7 +117,7 @@ impl Runtime {
         let had_instance = self.lock().instance.is_some();
         if mode == StartMode::Fresh {
             if had_instance {
-                info!("configuration fingerprint changed: full teardown before a fresh start");
+                info!(target: LOG_TARGET, "configuration fingerprint changed: full teardown before a fresh start");
                 let plane = self.plane.clone();
                 let _ = tokio::task::spawn_blocking(move || plane.teardown()).await;
                 self.lock().instance = None;
@@ -159,12 +159,12 @@ impl Runtime {
                 for d in diags {
                     self.plane.command(StackCommand::SetDiagnosis(d));
                 }
-                info!("slave started on {nic} ({mode:?})");
+                info!(target: LOG_TARGET, "slave started on {nic} ({mode:?})");
                 let msg = self.lock().status_message.clone();
                 Self::start_stop_body(true, msg, 0)
             }
             Err(e) => {
-                error!("start failed: {e}");
+                error!(target: LOG_TARGET, "start failed: {e}");
                 let teardown = !matches!(e.failure, StartFailure::StartPhase);
                 if teardown {
                     let plane = self.plane.clone();
@@ -208,7 +208,7 @@ impl Runtime {
         sh.status_message.clear();
         // Link alarms only matter while the slave runs.
         sh.alarms.clear_prefix("link:");
-        info!("slave stopped (was {})", was.as_str());
+        info!(target: LOG_TARGET, "slave stopped (was {})", was.as_str());
         Self::start_stop_body(
             true,
             if was.running() {
@@ -247,7 +247,7 @@ impl Runtime {
         let body = |ok: bool, message: String, code: i32| json!({ "ok": ok, "message": message, "errorCode": code, "timestamp": now_rfc3339() });
         match loaded {
             Err(e) => {
-                warn!("configuration reload failed (running configuration kept): {e}");
+                warn!(target: LOG_TARGET, "configuration reload failed (running configuration kept): {e}");
                 body(
                     false,
                     format!("{e}; the running configuration is kept"),
@@ -282,7 +282,7 @@ impl Runtime {
                 if sizes_changed {
                     msg.push_str("; process-image sizes change at the next fresh start");
                 }
-                info!("{msg}");
+                info!(target: LOG_TARGET, "{msg}");
                 body(true, msg, 0)
             }
         }
@@ -331,7 +331,7 @@ impl Runtime {
                 "all remanent data cleared (station name, IP, I&M1-4, records, diagnosis entries); connections released"
             }
         };
-        info!("reset {mode_s}: {what}");
+        info!(target: LOG_TARGET, "reset {mode_s}: {what}");
         json!({ "ok": true, "mode": mode_s, "message": what, "timestamp": now_rfc3339() })
     }
 

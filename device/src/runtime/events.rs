@@ -33,7 +33,7 @@ impl Runtime {
         match ev {
             StackEvent::LinkChanged { up } => {
                 if sh.link_up != up {
-                    info!("link on {nic} is {}", if up { "up" } else { "down" });
+                    info!(target: LOG_TARGET, "link on {nic} is {}", if up { "up" } else { "down" });
                 }
                 sh.link_up = up;
                 let key = format!("link:{nic}");
@@ -52,7 +52,7 @@ impl Runtime {
                 if transition(sh.state, Trigger::ExchangeEstablished).to == RunState::DataExchange
                     && sh.state != RunState::DataExchange
                 {
-                    info!("cyclic data exchange established with {controller}");
+                    info!(target: LOG_TARGET, "cyclic data exchange established with {controller}");
                     apply(&mut sh, Trigger::ExchangeEstablished);
                     sh.ever_connected = true;
                     sh.status_message = format!("cyclic data exchange with {controller}");
@@ -60,7 +60,7 @@ impl Runtime {
                     sh.controller = controller;
                     sh.alarms.clear("connection");
                 } else {
-                    warn!("ignoring Connected in state {}", sh.state.as_str());
+                    warn!(target: LOG_TARGET, "ignoring Connected in state {}", sh.state.as_str());
                 }
             }
             StackEvent::Aborted { reason, cause } => {
@@ -79,9 +79,9 @@ impl Runtime {
                         }
                     };
                     if cause == AbortCause::Fault {
-                        warn!("cyclic data exchange lost: {reason}");
+                        warn!(target: LOG_TARGET, "cyclic data exchange lost: {reason}");
                     } else {
-                        info!("cyclic data exchange ended by the controller: {reason}");
+                        info!(target: LOG_TARGET, "cyclic data exchange ended by the controller: {reason}");
                     }
                     sh.ar_end = Some((reason.clone(), cause_text(cause)));
                     apply(&mut sh, Trigger::ExchangeLost);
@@ -96,7 +96,7 @@ impl Runtime {
                 }
             }
             StackEvent::DcpNameAssigned { name, permanent } => {
-                info!("DCP station name '{name}' (permanent: {permanent})");
+                info!(target: LOG_TARGET, "DCP station name '{name}' (permanent: {permanent})");
                 // The stored name was committed before the Set was answered: a temporary
                 // name erased it (p-net pf_cmina_dcp_set_ind; docs/decisions.md §13).
                 sh.station_name = name.clone();
@@ -109,7 +109,7 @@ impl Runtime {
                 permanent,
                 applied,
             } => {
-                info!("DCP IP {ip}/{mask} gw {gateway} (permanent: {permanent}): {applied:?}");
+                info!(target: LOG_TARGET, "DCP IP {ip}/{mask} gw {gateway} (permanent: {permanent}): {applied:?}");
                 sh.master_ip = Some(StoredIp { ip, mask, gateway });
                 sh.dcp_ip_applied = applied.is_ok();
                 sh.dcp_ip_apply_message = match applied {
@@ -126,7 +126,7 @@ impl Runtime {
                 );
             }
             StackEvent::DcpResetToFactory { qualifier, mode } => {
-                info!("DCP ResetToFactory qualifier {qualifier:#x} -> {mode:?}");
+                info!(target: LOG_TARGET, "DCP ResetToFactory qualifier {qualifier:#x} -> {mode:?}");
                 self.apply_reset(&mut sh, mode);
                 // The stack goes back to the configured name/IP at once (as for POST
                 // /api/reset); it only knows the effective values it was started with.
@@ -149,7 +149,7 @@ impl Runtime {
             } => {
                 // Committed (and shown by GET /api/records, /api/im) before the write was
                 // answered.
-                info!(
+                info!(target: LOG_TARGET,
                     "record {slot}/{subslot} index {index:#06x} written ({} bytes)",
                     data.len()
                 );
@@ -161,7 +161,7 @@ impl Runtime {
                 sequence,
                 ok,
             } => {
-                info!("controller acknowledged alarm type {alarm_type:#x} seq {sequence} at {slot}/{subslot}: ok={ok}");
+                info!(target: LOG_TARGET, "controller acknowledged alarm type {alarm_type:#x} seq {sequence} at {slot}/{subslot}: ok={ok}");
             }
             StackEvent::Alarm {
                 severity,
@@ -179,7 +179,7 @@ impl Runtime {
                 Self::raise_persistence_alarm(&mut sh, &message);
             }
             StackEvent::Fault { code, message } => {
-                error!("data plane fault {code}: {message}");
+                error!(target: LOG_TARGET, "data plane fault {code}: {message}");
                 sh.ar_end = Some((format!("data plane fault {code}: {message}"), "fault"));
                 apply(&mut sh, Trigger::ExchangeLost);
                 sh.alarms

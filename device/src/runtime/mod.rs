@@ -25,6 +25,10 @@ use crate::licence;
 use crate::persist::{self, LoadOutcome, Remanent, Store, StoredIp};
 use crate::util::{now_rfc3339, to_hex};
 
+/// The log target of every line the runtime writes, from whichever of its files: operators
+/// filter and read one name for the service's state machine (`RUST_LOG=pn_device::runtime`).
+const LOG_TARGET: &str = "pn_device::runtime";
+
 /// Service name reported by the API.
 pub const SERVICE_NAME: &str = "pn-device";
 /// Product version: the workspace version (one source, spec 9.2).
