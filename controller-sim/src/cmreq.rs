@@ -270,8 +270,9 @@ pub fn connect_request(
     // Emitted in the block order of real controllers (the protocol crate's default).
     if let Err(st) = check_connect(&req, &ConnectLimits::default()) {
         return Err(format!(
-            "this Connect request would be refused by a standard device ({st}); check the \
-             timing options"
+            "this Connect request would be refused by a standard device ({}); check the \
+             timing options",
+            st.in_words()
         ));
     }
     Ok(req)

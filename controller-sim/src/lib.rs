@@ -115,13 +115,13 @@ impl std::fmt::Display for Error {
             ),
             Error::NotFound(s) => write!(f, "not found: {s}"),
             Error::Rejected { what, status } => {
-                write!(f, "{what} rejected by the device: PNIOStatus {status}")?;
-                // The field in words: what an operator needs to fix the request (e.g. a
+                // The status in words: what an operator needs to fix the request (e.g. a
                 // cycle below the device's MinDeviceInterval is "ReductionRatio").
-                match pn_protocol::machine::cmdev::connect::describe_connect_error(*status) {
-                    Some(words) => write!(f, " ({words})"),
-                    None => Ok(()),
-                }
+                write!(
+                    f,
+                    "{what} rejected by the device: PNIOStatus {}",
+                    status.in_words()
+                )
             }
             Error::RpcFault(s) => write!(f, "DCE/RPC fault/reject status {s:#010x}"),
             Error::DcpSet(s) => write!(f, "DCP Set refused: {s}"),

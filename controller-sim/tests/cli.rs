@@ -332,7 +332,7 @@ fn connect_below_the_min_update_time_is_refused_on_the_wire() {
         .find_map(|l| l["error"].as_str().map(str::to_string))
         .unwrap_or_default();
     assert!(
-        err.contains("PNIOStatus DB 81 02 0B (faulty IOCRBlockReq: ReductionRatio)"),
+        err.contains("PNIOStatus DB 81 02 0B (Connect: faulty IOCRBlockReq: ReductionRatio)"),
         "{err}\n{}",
         String::from_utf8_lossy(&o.stdout)
     );

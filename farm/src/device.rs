@@ -627,7 +627,7 @@ impl FarmDevice {
                     status,
                     why,
                 } => {
-                    tracing::warn!(device = %self.shared.name(), %controller, "connect rejected: PNIO status {status} ({why})");
+                    tracing::warn!(device = %self.shared.name(), %controller, "connect rejected: PNIOStatus {} ({why})", status.in_words());
                     self.shared
                         .set_message(format!("connect from {controller} refused: {why}"));
                 }

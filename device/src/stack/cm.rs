@@ -376,7 +376,9 @@ impl Cm {
                     controller,
                     status,
                     why,
-                } => tracing::warn!(%controller, "connect rejected: PNIO status {status} ({why})"),
+                } => {
+                    tracing::warn!(%controller, "connect rejected: PNIOStatus {} ({why})", status.in_words())
+                }
                 CmdevEvent::IoArConnected {
                     ar, alarm_cr, plan, ..
                 } => self.install_io_ar(&ar, &alarm_cr, plan),

@@ -378,7 +378,7 @@ impl Sim<'_> {
     fn on_device_event(&mut self, ev: CmdevEvent<()>) {
         match ev {
             CmdevEvent::ConnectRefused { status, why, .. } => {
-                self.note(|| format!("device refused a Connect: {status} ({why})"));
+                self.note(|| format!("device refused a Connect: {} ({why})", status.in_words()));
             }
             CmdevEvent::IoArConnected { ar, .. } => {
                 self.dev_silent_since = None;
@@ -484,7 +484,7 @@ impl Sim<'_> {
                 Some(format!("{got:02x?}, not {expected:02x?}"))
             }
             (Some(expected), Err(CmctlError::Rejected(st))) => {
-                Some(format!("refused ({st}), not {expected:02x?}"))
+                Some(format!("refused ({}), not {expected:02x?}", st.in_words()))
             }
             _ => None,
         };

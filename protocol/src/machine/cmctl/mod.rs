@@ -108,7 +108,7 @@ impl core::fmt::Display for CmctlError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             CmctlError::Call(e) => write!(f, "{e}"),
-            CmctlError::Rejected(st) => write!(f, "rejected with PNIOStatus {st}"),
+            CmctlError::Rejected(st) => write!(f, "rejected with PNIOStatus {}", st.in_words()),
             CmctlError::Protocol(s) => f.write_str(s),
             CmctlError::NoApplicationReady => f.write_str("no ApplicationReady from the device"),
             CmctlError::Aborted => f.write_str("the AR ended"),

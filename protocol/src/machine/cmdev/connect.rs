@@ -173,6 +173,19 @@ impl ConnectLimits {
     }
 }
 
+/// A CMRPC ErrorCode2 (ErrorCode1 0x40, any service) in words.
+pub fn cmrpc_words(code2: u8) -> &'static str {
+    match code2 {
+        cmrpc::UNKNOWN_BLOCKS => "unknown blocks",
+        cmrpc::IOCR_MISSING => "IOCRBlockReq missing",
+        cmrpc::WRONG_BLOCK_COUNT => "wrong block count",
+        cmrpc::NO_AR_RESOURCES => "out of AR resources",
+        cmrpc::AR_UUID_UNKNOWN => "AR UUID unknown",
+        cmrpc::STATE_CONFLICT => "state conflict",
+        _ => "error",
+    }
+}
+
 /// A Connect refusal in words, as Wireshark's PNIOStatus tables name it
 /// (`packet-dcerpc-pn-io.c` `pn_io_error_code1_pnio`, `pn_io_error_code2_pnio_1/2/4`), e.g.
 /// "faulty IOCRBlockReq: ReductionRatio"; `None` for a status that is not a Connect error of
@@ -235,18 +248,7 @@ pub fn describe_connect_error(st: PnioStatus) -> Option<String> {
                 _ => None,
             }),
         ),
-        err1::CMRPC => {
-            let what = match st.error_code2 {
-                cmrpc::UNKNOWN_BLOCKS => "unknown blocks",
-                cmrpc::IOCR_MISSING => "IOCRBlockReq missing",
-                cmrpc::WRONG_BLOCK_COUNT => "wrong block count",
-                cmrpc::NO_AR_RESOURCES => "out of AR resources",
-                cmrpc::AR_UUID_UNKNOWN => "AR UUID unknown",
-                cmrpc::STATE_CONFLICT => "state conflict",
-                _ => "error",
-            };
-            return Some(format!("CMRPC: {what}"));
-        }
+        err1::CMRPC => return Some(format!("CMRPC: {}", cmrpc_words(st.error_code2))),
         _ => return Some(format!("ErrorCode1 {:#04x}", st.error_code1)),
     };
     Some(match field {

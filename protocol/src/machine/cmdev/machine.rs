@@ -298,7 +298,10 @@ impl<P> Cmdev<P> {
             PacketType::Response => match PnioResponse::parse(&pkt.body, h.drep) {
                 Ok(r) if r.status.is_ok() => self.enter_data_exchange(now),
                 Ok(r) => self.end_io_ar(
-                    &format!("ApplicationReady rejected by the controller: {}", r.status),
+                    &format!(
+                        "ApplicationReady rejected by the controller: {}",
+                        r.status.in_words()
+                    ),
                     rta,
                     EndCause::Fault,
                 ),
