@@ -1,6 +1,7 @@
-//! The controller end to end against a scripted device made only of protocol-crate pieces
-//! (tests/common), in two network namespaces joined by a veth pair. Needs root; skips (or
-//! panics under CI=true) otherwise.
+//! The controller end to end against a test device whose protocol behaviour comes from the
+//! protocol crate's machines (tests/common/fake.rs: CMDEV, the DCP responder, the AlarmCR,
+//! the cyclic provider and consumer), in two network namespaces joined by a veth pair. Needs
+//! root; skips (or panics under CI=true) otherwise.
 
 mod common;
 
@@ -327,16 +328,26 @@ fn fault_injection_seen_by_device() {
         ..Faults::default()
     });
     assert!(dev.wait(Duration::from_secs(2), |s| s.watchdog_expired));
-    // Abort: ERR-RTA. The fake device stops its own frames once its watchdog tripped, so the
-    // controller's consumer watchdog may already have ended the AR with ERR-RTA "consumer DHT
-    // expired" (0x05) before the explicit abort (0x0D): either is the correct first ERR-RTA.
-    h.abort();
-    assert!(dev.wait(Duration::from_secs(2), |s| s.rta_err.is_some()));
-    let err = dev.seen().rta_err.unwrap().to_bytes();
+    // The device's data-hold timer ends its AR (CMDEV, as pn-device does): it stops
+    // providing and sends ERR-RTA "consumer DHT expired" (0x05), on which the controller's AR
+    // ends. An abort after that sends nothing more; any ERR-RTA the controller did send (its
+    // own consumer watchdog, 0x05, or the abort, 0x0D) is a correct one.
+    assert!(dev.wait(Duration::from_secs(2), |s| s.rta_sent.is_some()));
+    let s = dev.seen();
+    assert_eq!(s.rta_sent.unwrap().to_bytes(), [0xCF, 0x81, 0xFD, 0x05]);
+    assert!(s.ended[0].starts_with("watchdog"), "{:?}", s.ended);
+    let st = h.wait_state(|s| matches!(s, ArState::Aborted(_)), Duration::from_secs(2));
     assert!(
-        err == [0xCF, 0x81, 0xFD, 0x0D] || err == [0xCF, 0x81, 0xFD, 0x05],
-        "{err:02x?}"
+        matches!(st, ArState::Aborted(ref r) if r.contains("ERR-RTA CF 81 FD 05")),
+        "{st:?}"
     );
+    h.abort();
+    if let Some(err) = dev.seen().rta_err.map(|e| e.to_bytes()) {
+        assert!(
+            err == [0xCF, 0x81, 0xFD, 0x0D] || err == [0xCF, 0x81, 0xFD, 0x05],
+            "{err:02x?}"
+        );
+    }
 }
 
 #[test]
