@@ -6,8 +6,9 @@
 //!   every farm device's neighbour, and PDPortDataReal (read implicitly) reports it; the whole
 //!   link is captured and every frame is dissected clean by tshark (DCP, CM over DCE/RPC, RT,
 //!   LLDP, ARP);
-//! * remanent data: a NameOfStation and an IP set permanently over DCP survive a restart of
-//!   the farm with the same `--state-dir`; a temporary one does not.
+//! * remanent data: a NameOfStation and an IP set permanently over DCP and an I&M1 record
+//!   written over an AR survive a restart of the farm with the same `--state-dir`; a
+//!   temporary name does not.
 //!
 //! Needs root, tshark, tcpdump and ethtool (fails under CI=true without them). The cycle is
 //! 16 ms with a data-hold time of 512 ms: the subject is function, not timing.
@@ -433,7 +434,7 @@ impl Proc {
 }
 
 #[test]
-fn names_and_ips_set_permanently_over_dcp_survive_a_farm_restart() {
+fn names_ips_and_im1_set_permanently_survive_a_farm_restart() {
     if !prerequisites() {
         return;
     }
@@ -469,12 +470,41 @@ fn names_and_ips_set_permanently_over_dcp_survive_a_farm_restart() {
         ("valve-north".to_string(), "192.168.84.77".to_string()),
     ];
     assert_eq!(discover(&ctl_ns, &veth.a), expected_before);
+    // I&M1 written to device 2 over an AR (explicit write, stored before it is answered).
+    let mut im1 = String::from("002100380100");
+    im1.push_str(&hex_of(&format!("{:<32}", "pump station")));
+    im1.push_str(&hex_of(&format!("{:<22}", "hall 3")));
+    let o = ctl(
+        &ctl_ns,
+        &veth.a,
+        &[
+            "write-record",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--station",
+            "valve-north",
+            "--send-clock-ms",
+            "4",
+            "--data-hold-factor",
+            "32",
+            "--index",
+            "0xaff1",
+            "--data",
+            &im1,
+        ],
+    );
+    ok_json(&o, "write I&M1");
     // One file per device, named by its MAC.
     let file2 = state.join(pn_farm::remanent::file_name(
         pn_farm::plant::parse_mac(&mac2).unwrap(),
     ));
     let stored: Value = serde_json::from_slice(&std::fs::read(&file2).unwrap()).unwrap();
     assert_eq!(stored["stationName"], "valve-north", "{stored}");
+    assert_eq!(
+        stored["im"]["tagFunction"],
+        format!("{:<32}", "pump station"),
+        "{stored}"
+    );
 
     let out = farm.stop();
     assert!(
@@ -498,6 +528,20 @@ fn names_and_ips_set_permanently_over_dcp_survive_a_farm_restart() {
             ("valve-north".to_string(), "192.168.84.77".to_string()),
         ]
     );
+    // I&M1 reads back as written (implicit read).
+    let o = ctl(
+        &ctl_ns,
+        &veth.a,
+        &[
+            "read-record",
+            "--station",
+            "valve-north",
+            "--index",
+            "0xaff1",
+        ],
+    );
+    let v = ok_json(&o, "read I&M1");
+    assert_eq!(v[0]["dataHex"].as_str(), Some(im1.as_str()), "{v:?}");
     let out = farm.stop();
     assert!(
         out.status.success(),
