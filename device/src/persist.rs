@@ -78,6 +78,8 @@ pub enum LoadOutcome {
 #[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
+    /// The file's name in `dir` ([`FILE_NAME`] for the daemon).
+    file: String,
     /// The file may differ from what the caller holds in memory: a failed write whose
     /// rollback failed too. The next commit then writes even an unchanged value.
     dirty: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -85,14 +87,23 @@ pub struct Store {
 
 impl Store {
     pub fn new(dir: impl Into<PathBuf>) -> Store {
+        Store::named(dir, FILE_NAME)
+    }
+
+    /// A store in the file `file` of `dir` (pn-farm keeps one file per device in one
+    /// directory); same format and the same atomic write as [`Store::new`]. Temporary and
+    /// quarantined files are named after `file`, so stores of one directory never touch each
+    /// other's files.
+    pub fn named(dir: impl Into<PathBuf>, file: &str) -> Store {
         Store {
             dir: dir.into(),
+            file: file.to_string(),
             dirty: Default::default(),
         }
     }
 
     pub fn path(&self) -> PathBuf {
-        self.dir.join(FILE_NAME)
+        self.dir.join(&self.file)
     }
 
     /// Read the remanent data. Temporary files of writes that were interrupted (the process
@@ -119,15 +130,16 @@ impl Store {
             Err(e) => {
                 self.quarantine();
                 LoadOutcome::Corrupt(format!(
-                    "{} is corrupt ({e}); moved to {FILE_NAME}.corrupt, factory values used",
-                    path.display()
+                    "{} is corrupt ({e}); moved to {}.corrupt, factory values used",
+                    path.display(),
+                    self.file
                 ))
             }
         }
     }
 
     fn remove_stale_temp_files(&self) {
-        let prefix = format!(".{FILE_NAME}.tmp.");
+        let prefix = format!(".{}.tmp.", self.file);
         let Ok(dir) = std::fs::read_dir(&self.dir) else {
             return;
         };
@@ -139,7 +151,7 @@ impl Store {
     }
 
     fn quarantine(&self) {
-        let _ = std::fs::rename(self.path(), self.dir.join(format!("{FILE_NAME}.corrupt")));
+        let _ = std::fs::rename(self.path(), self.dir.join(format!("{}.corrupt", self.file)));
     }
 
     /// Write atomically (temp, fsync, rename, fsync dir).
@@ -160,7 +172,7 @@ impl Store {
             .map_err(before)?;
         let tmp = self
             .dir
-            .join(format!(".{FILE_NAME}.tmp.{}", std::process::id()));
+            .join(format!(".{}.tmp.{}", self.file, std::process::id()));
         let written = (|| {
             let mut f = std::fs::File::create(&tmp)?;
             f.write_all(&bytes)?;
@@ -354,6 +366,33 @@ pub fn apply_record(r: &mut Remanent, rec: StoredRecord) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn named_stores_of_one_directory_keep_to_their_own_files() {
+        let d = tempfile::tempdir().unwrap();
+        let a = Store::named(d.path(), "a.json");
+        let b = Store::named(d.path(), "b.json");
+        let ra = Remanent {
+            station_name: Some("dev-a".into()),
+            ..Default::default()
+        };
+        a.save(&ra).unwrap();
+        std::fs::write(b.path(), b"{ not json").unwrap();
+        // b's corrupt file is quarantined under b's name; a's stays.
+        assert!(matches!(b.load(), LoadOutcome::Corrupt(_)));
+        assert!(d.path().join("b.json.corrupt").exists());
+        match a.load() {
+            LoadOutcome::Loaded(r) => assert_eq!(r.station_name.as_deref(), Some("dev-a")),
+            o => panic!("{o:?}"),
+        }
+        // a's stale temporary file is removed by a's load only.
+        let stale_b = d.path().join(".b.json.tmp.4242");
+        std::fs::write(&stale_b, b"x").unwrap();
+        let _ = a.load();
+        assert!(stale_b.exists());
+        let _ = b.load();
+        assert!(!stale_b.exists());
+    }
 
     #[test]
     fn roundtrip_and_corrupt() {

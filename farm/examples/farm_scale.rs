@@ -84,6 +84,7 @@ fn main() {
                 FarmOptions {
                     http: None,
                     realtime: true,
+                    state_dir: None,
                 },
             )
         })

@@ -9,13 +9,19 @@
 //!   `check_frame` and CycleCounter rule), the provider fills pn-device's `ProviderJob`
 //!   template per cycle as its real-time thread does; the data-hold rule is
 //!   [`DataHold`];
-//! * alarms: pn-device's `AlarmCr` (two `rta::RtaMachine`s).
+//! * alarms: pn-device's `AlarmCr` (two `rta::RtaMachine`s);
+//! * LLDP: [`LldpAgent`] (its LLDPDU on schedule, the neighbour, the alias name for DCP); the
+//!   PDev real-data records report the neighbour as pn-device does (`cm::pdev_peer`).
+//!
+//! Remanent data (`--state-dir`) goes through [`DeviceStore`] before a DCP Set or a record
+//! write is answered, as in pn-device.
 //!
 //! The I/O loop ([`crate::io`]) feeds frames and `now`, collects what to send, and wakes the
 //! device at [`FarmDevice::next_deadline`].
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -24,6 +30,8 @@ use pn_device::image::{ProcessImage, IOXS_BAD, IOXS_GOOD};
 use pn_device::stack::ar::{self, ConnectPlan, SlotEntry};
 use pn_device::stack::cm;
 use pn_device::stack::cyclic::{self, Consumed, CyclicShared, ProviderJob, CLOCK_UNIT_NS};
+use pn_device::stack::link::LinkInfo;
+use pn_device::stack::lldp::{self, LldpAgent, LldpNeighbour};
 use pn_device::stack::records::{self, PdevLive, Records};
 use pn_protocol::machine::alarm_cr::{AlarmCr, AlarmOutcome};
 use pn_protocol::machine::cmdev::connect::ConnectLimits;
@@ -40,6 +48,7 @@ use pn_protocol::wire::rt::{ApduStatus, DataStatus};
 use pn_protocol::wire::rta::abort_reason;
 
 use crate::plant::DeviceSpec;
+use crate::remanent::DeviceStore;
 use crate::status::DevShared;
 
 /// 100BASE-TX full duplex: the MAU type the PDev records report for the farm's virtual ports
@@ -79,6 +88,9 @@ pub struct FarmDevice {
     slots: Vec<SlotEntry>,
     dcp: DcpResponder,
     alarm: Option<AlarmCr>,
+    lldp: LldpAgent,
+    /// Remanent data (`None`: kept for the farm's lifetime only).
+    store: Option<Arc<DeviceStore>>,
     cyc: CyclicShared,
     provider: Option<Provider>,
     watchdog: Option<DataHold>,
@@ -94,6 +106,7 @@ struct App<'a> {
     i_len: usize,
     safe: u8,
     pdev: PdevLive,
+    store: Option<&'a DeviceStore>,
 }
 
 impl CmdevApp for App<'_> {
@@ -135,8 +148,12 @@ impl CmdevApp for App<'_> {
     }
 
     fn write_record(&mut self, a: &RecordAddress, data: &[u8]) -> Result<(), PnioStatus> {
-        // Remanent data is kept for the farm's lifetime (no store yet: docs/architecture.md).
-        self.records.write(a, data, |_| Ok(())).map(|_| ())
+        // Remanent records are stored durably before the response is built (pn-device's
+        // rule); without a state directory they last for the farm's lifetime.
+        let store = self.store;
+        self.records
+            .write(a, data, |ev| store.map_or(Ok(()), |s| s.commit(ev)))
+            .map(|_| ())
     }
 }
 
@@ -154,12 +171,38 @@ fn random_seed(k: usize) -> [u8; 16] {
     b
 }
 
+/// The port each farm device reports (LLDP, PDev): 100BASE-TX full duplex, auto-negotiated,
+/// up while the farm runs (there is no PHY per device to ask).
+fn virtual_port() -> LinkInfo {
+    LinkInfo {
+        present: true,
+        up: true,
+        speed_mbps: Some(100),
+        full_duplex: Some(true),
+        autoneg: Some(true),
+        mau_type: MAU_100BASE_TXFD,
+        mau_substituted: false,
+    }
+}
+
 fn mac_text(m: &[u8; 6]) -> String {
     MacAddr(*m).to_string()
 }
 
 impl FarmDevice {
-    pub fn new(k: usize, spec: &DeviceSpec, now: Instant, boot: u32) -> FarmDevice {
+    /// Device `k` of the plant; with `state_dir`, its remanent data is loaded from there
+    /// (and kept there).
+    pub fn new(
+        k: usize,
+        spec: &DeviceSpec,
+        now: Instant,
+        boot: u32,
+        state_dir: Option<&Path>,
+    ) -> FarmDevice {
+        let configured = &spec.stack;
+        let mut spec = spec.clone();
+        let store = state_dir.map(|d| DeviceStore::open(d, spec.mac, &mut spec.stack));
+        let spec = &spec;
         let cfg: &StackConfig = &spec.stack;
         let image = Arc::new(ProcessImage::new(cfg.input_len, cfg.output_len));
         let identity = DcpIdentity {
@@ -175,6 +218,24 @@ impl FarmDevice {
             device_initiative: false,
         };
         let shared = Arc::new(DevShared::new(spec, image));
+        let mut dcp = DcpResponder::new(identity, now).with_configured(
+            &configured.station_name,
+            configured.ip,
+            configured.mask,
+            configured.gateway,
+        );
+        if let Some(s) = &store {
+            dcp = dcp.with_durable(s.dcp_hook());
+        }
+        let mut lldp = LldpAgent::new(
+            MacAddr(spec.mac),
+            &cfg.station_name,
+            cfg.ip,
+            lldp::system_description(&cfg.im0),
+            1,
+            now,
+        );
+        lldp.set_link(&lldp::port_state(&virtual_port()), now);
         FarmDevice {
             mac: spec.mac,
             safe_input: cfg.safe_input_value,
@@ -185,8 +246,10 @@ impl FarmDevice {
                 shared.image.input_len(),
                 shared.image.output_len(),
             ),
-            dcp: DcpResponder::new(identity, now),
+            dcp,
             alarm: None,
+            lldp,
+            store,
             cyc: CyclicShared::new(
                 u64::from(cfg.send_clock_factor.max(1)) * CLOCK_UNIT_NS,
                 false,
@@ -217,6 +280,7 @@ impl FarmDevice {
         for d in [
             self.cm.poll_timeout(),
             self.dcp.next_deadline(),
+            self.lldp.next_deadline(),
             self.alarm.as_ref().and_then(|a| a.next_deadline()),
         ]
         .into_iter()
@@ -302,7 +366,26 @@ impl FarmDevice {
                 | DcpEvent::ResetToFactory { .. } => {}
             }
         }
-        self.shared.set_identity(self.dcp.identity());
+        let id = self.dcp.identity();
+        self.lldp.set_station_name(&id.station_name, now);
+        self.lldp.set_ip(id.ip, now);
+        self.shared.set_identity(id);
+    }
+
+    /// An LLDP frame (every farm device shares the NIC's one link partner: the switch port
+    /// or the controller). `true` when it was LLDP.
+    pub fn on_lldp(&mut self, frame: &[u8], now: Instant) -> bool {
+        let Some(changed) = self.lldp.on_frame(frame, now) else {
+            return false;
+        };
+        if changed {
+            let aliases = self.lldp.aliases(now);
+            self.dcp.set_aliases(aliases);
+        }
+        self.shared.counters.rx_lldp.fetch_add(1, Ordering::Relaxed);
+        self.shared
+            .set_lldp_neighbour(self.lldp.neighbour(now).map(LldpNeighbour::from_agent));
+        true
     }
 
     /// A CM datagram (UDP to port 34964 of this device's IP).
@@ -327,9 +410,13 @@ impl FarmDevice {
                 ip_suite: [id.ip.octets(), id.mask.octets(), id.gateway.octets()],
                 link_up: true,
                 mau_type: MAU_100BASE_TXFD,
-                peer: None,
+                peer: self
+                    .lldp
+                    .neighbour(now)
+                    .map(|n| cm::pdev_peer(&LldpNeighbour::from_agent(n))),
                 stats: None,
             },
+            store: self.store.as_deref(),
         };
         self.shared.counters.rx_cm.fetch_add(1, Ordering::Relaxed);
         if !self.cm.handle_datagram(now, from, payload, &mut app) {
@@ -407,6 +494,17 @@ impl FarmDevice {
         }
         if self.dcp.next_deadline().is_some_and(|t| t <= now) {
             out.ctl.extend(self.dcp.poll(now));
+        }
+        if self.lldp.next_deadline().is_some_and(|t| t <= now) {
+            if let Some(f) = self.lldp.poll(now) {
+                self.shared.counters.tx_lldp.fetch_add(1, Ordering::Relaxed);
+                out.ctl.push(f);
+            }
+            // The neighbour (and its alias) expire with its TTL.
+            let aliases = self.lldp.aliases(now);
+            self.dcp.set_aliases(aliases);
+            self.shared
+                .set_lldp_neighbour(self.lldp.neighbour(now).map(LldpNeighbour::from_agent));
         }
         if self
             .alarm

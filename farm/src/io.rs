@@ -4,7 +4,7 @@
 //!
 //! Per iteration: take the status view's commands; sleep in `ppoll(2)` until the earliest
 //! deadline or a frame; read up to [`RX_BATCH`] frames and hand each to its device (by
-//! destination MAC; DCP multicast to every device; ARP by target IP); run every device whose
+//! destination MAC; DCP multicast and LLDP to every device; ARP by target IP); run every device whose
 //! deadline is due (providers due within [`BATCH_NS`] count as due, so the cyclic frames of
 //! one wake-up leave in one batch); send the batch.
 //!
@@ -56,20 +56,22 @@ const fn jeq(k: u32, jt: u8, jf: u8) -> libc::sock_filter {
 }
 
 /// The farm socket's classic BPF program: PROFINET (0x8892), ARP and IPv4, also 802.1Q
-/// tagged; everything else (IPv6, LLDP, ...) is not even queued.
+/// tagged, and LLDP (0x88cc, never tagged); everything else (IPv6, ...) is not even queued.
 /// ```text
 /// 0: ldh [12]
-/// 1: jeq #0x8892 -> 10    2: jeq #0x0806 -> 10    3: jeq #0x0800 -> 10
-/// 4: jeq #0x8100 -> 5 else 9
-/// 5: ldh [16]
-/// 6: jeq #0x8892 -> 10    7: jeq #0x0800 -> 10    8: jeq #0x0806 -> 10
-/// 9: ret #0               10: ret #0x40000
+/// 1: jeq #0x8892 -> 11    2: jeq #0x0806 -> 11    3: jeq #0x0800 -> 11
+/// 4: jeq #0x88cc -> 11
+/// 5: jeq #0x8100 -> 6 else 10
+/// 6: ldh [16]
+/// 7: jeq #0x8892 -> 11    8: jeq #0x0800 -> 11    9: jeq #0x0806 -> 11
+/// 10: ret #0              11: ret #0x40000
 /// ```
-pub const FILTER: [libc::sock_filter; 11] = [
+pub const FILTER: [libc::sock_filter; 12] = [
     stmt(0x28, 12),
-    jeq(0x8892, 8, 0),
-    jeq(0x0806, 7, 0),
-    jeq(0x0800, 6, 0),
+    jeq(0x8892, 9, 0),
+    jeq(0x0806, 8, 0),
+    jeq(0x0800, 7, 0),
+    jeq(0x88cc, 6, 0),
     jeq(0x8100, 0, 4),
     stmt(0x28, 16),
     jeq(0x8892, 3, 0),
@@ -236,6 +238,12 @@ impl Loop {
                         }
                     }
                     _ => {}
+                }
+            }
+            ethertype::LLDP => {
+                // The link partner is every device's neighbour (one NIC, one port).
+                for i in 0..self.devs.len() {
+                    self.devs[i].on_lldp(frame, now);
                 }
             }
             ethertype::ARP => {
@@ -412,7 +420,7 @@ mod tests {
     }
 
     #[test]
-    fn the_filter_passes_profinet_arp_and_ipv4_only() {
+    fn the_filter_passes_profinet_arp_ipv4_and_lldp_only() {
         let f = |et: &[u8]| {
             let mut v = vec![0u8; 12];
             v.extend_from_slice(et);
@@ -426,7 +434,8 @@ mod tests {
         assert!(accepts(&f(&[0x81, 0x00, 0x00, 0x05, 0x08, 0x00])));
         assert!(accepts(&f(&[0x81, 0x00, 0x00, 0x05, 0x08, 0x06])));
         assert!(!accepts(&f(&[0x86, 0xdd])));
-        assert!(!accepts(&f(&[0x88, 0xcc])));
+        assert!(accepts(&f(&[0x88, 0xcc])));
+        assert!(!accepts(&f(&[0x88, 0xb5])));
         assert!(!accepts(&f(&[0x81, 0x00, 0x00, 0x05, 0x86, 0xdd])));
         assert!(!accepts(&[0u8; 10]));
     }

@@ -7,12 +7,14 @@
 //! * [`io`]: the one I/O loop (thread `farm-io`): one raw socket, one deadline set, batched
 //!   sends;
 //! * [`arp`]: ARP replies for the devices' IPs (pure);
+//! * [`remanent`]: the devices' remanent data (`--state-dir`, one file per device);
 //! * [`status`]: the status view (thread `farm-http`).
 
 pub mod arp;
 pub mod device;
 pub mod io;
 pub mod plant;
+pub mod remanent;
 pub mod status;
 
 use std::net::{SocketAddr, TcpListener};
@@ -34,6 +36,9 @@ pub struct FarmOptions {
     pub http: Option<SocketAddr>,
     /// Try `SCHED_FIFO` for the I/O loop (as pn-device's cyclic thread does).
     pub realtime: bool,
+    /// Remanent data of the devices, one file per device (`None`: kept for the farm's
+    /// lifetime only).
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 /// A running farm. Dropping it stops it (every AR ended with ERR-RTA).
@@ -48,6 +53,10 @@ impl Farm {
     /// calling thread's network namespace.
     pub fn start(nic: &str, specs: &[DeviceSpec], opts: FarmOptions) -> Result<Farm, String> {
         plant::check_unique(specs)?;
+        if let Some(d) = &opts.state_dir {
+            std::fs::create_dir_all(d)
+                .map_err(|e| format!("state directory {}: {e}", d.display()))?;
+        }
         let sock = io::open(nic)?;
         let now = Instant(pn_device::stack::cyclic::mono_ns());
         let boot = std::time::SystemTime::now()
@@ -57,7 +66,7 @@ impl Farm {
         let devs: Vec<FarmDevice> = specs
             .iter()
             .enumerate()
-            .map(|(k, s)| FarmDevice::new(k, s, now, boot))
+            .map(|(k, s)| FarmDevice::new(k, s, now, boot, opts.state_dir.as_deref()))
             .collect();
         let (tx, rx) = mpsc::channel();
         let shared = Arc::new(FarmShared {

@@ -43,6 +43,11 @@ struct Cli {
     /// Address of the status view (HTML on /, JSON on /api/devices).
     #[arg(long, default_value = "127.0.0.1:18850")]
     http: SocketAddr,
+    /// Keep the devices' remanent data (names and IPs set permanently over DCP, written
+    /// I&M1-4 and records) in this directory, one JSON file per device (named by its MAC),
+    /// so that it survives a restart. Without it, it lasts as long as the farm runs.
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
     /// Do not try SCHED_FIFO for the I/O loop.
     #[arg(long)]
     no_realtime: bool,
@@ -94,6 +99,7 @@ fn main() {
     let opts = FarmOptions {
         http: Some(cli.http),
         realtime: !cli.no_realtime,
+        state_dir: cli.state_dir.clone(),
     };
     let farm = match Farm::start(&cli.interface, &specs, opts) {
         Ok(f) => f,

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use pn_device::dataplane::DiagnosisEntry;
 use pn_device::image::ProcessImage;
+use pn_device::stack::lldp::LldpNeighbour;
 use pn_protocol::machine::dcp_responder::DcpIdentity;
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +36,8 @@ pub struct Counters {
     pub alarms_nacked: AtomicU64,
     pub alarms_received: AtomicU64,
     pub signals: AtomicU64,
+    pub tx_lldp: AtomicU64,
+    pub rx_lldp: AtomicU64,
 }
 
 #[derive(Debug, Clone)]
@@ -45,6 +48,7 @@ struct Info {
     controller: Option<String>,
     cycle_us: u64,
     message: String,
+    lldp: Option<LldpView>,
 }
 
 /// One device as the status view and the library API see it.
@@ -74,6 +78,7 @@ impl DevShared {
                 controller: None,
                 cycle_us: 0,
                 message: String::new(),
+                lldp: None,
             }),
         }
     }
@@ -109,6 +114,17 @@ impl DevShared {
         self.info().message = m;
     }
 
+    /// The LLDP neighbour now (`None`: none, or its TTL ran out).
+    pub fn set_lldp_neighbour(&self, n: Option<LldpNeighbour>) {
+        self.info().lldp = n.map(|n| LldpView {
+            src_mac: n.src_mac,
+            chassis_id: n.chassis_id,
+            port_id: n.port_id,
+            station_name: n.station_name,
+            port_name: n.port_name,
+        });
+    }
+
     pub fn view(&self, index: usize) -> DeviceView {
         let i = self.info().clone();
         let k = &self.counters;
@@ -136,6 +152,9 @@ impl DevShared {
             outputs_hex: hex(&snap.input),
             inputs_hex: hex(&snap.output),
             message: i.message,
+            lldp_sent: l(&k.tx_lldp),
+            lldp_received: l(&k.rx_lldp),
+            lldp_neighbour: i.lldp,
         }
     }
 }
@@ -181,6 +200,23 @@ pub struct DeviceView {
     pub outputs_hex: String,
     pub inputs_hex: String,
     pub message: String,
+    /// LLDPDUs sent and received.
+    pub lldp_sent: u64,
+    pub lldp_received: u64,
+    /// The link partner LLDP reports (shared by every farm device: one NIC).
+    pub lldp_neighbour: Option<LldpView>,
+}
+
+/// A device's LLDP neighbour in the status view.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct LldpView {
+    pub src_mac: String,
+    pub chassis_id: String,
+    pub port_id: String,
+    /// PROFINET station and port name of a PROFINET neighbour (empty for a switch).
+    pub station_name: String,
+    pub port_name: String,
 }
 
 /// Requests to the I/O loop (the only owner of the machines).

@@ -79,6 +79,7 @@ fn controller_discovers_connects_exchanges_reads_alarms_and_releases_farm_device
                 FarmOptions {
                     http: Some("127.0.0.1:0".parse().unwrap()),
                     realtime: true,
+                    state_dir: None,
                 },
             )
         })

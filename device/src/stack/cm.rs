@@ -227,22 +227,26 @@ fn mac_str(m: &[u8; 6]) -> String {
 }
 
 /// The interface and port now, for the PDev real-data records.
+/// The LLDP neighbour as the PDev real-data records report it (`PdevLive::peer`: port ID,
+/// chassis ID, MAC), for the daemon and the farm alike.
+pub fn pdev_peer(n: &super::lldp::LldpNeighbour) -> (String, String, [u8; 6]) {
+    // A PROFINET neighbour's Port ID "port-001.plc" gives port and station name; any
+    // other neighbour (a switch) is reported with its raw Port ID and Chassis ID.
+    let (port, chassis) = if n.station_name.is_empty() {
+        (n.port_id.clone(), n.chassis_id.clone())
+    } else {
+        (n.port_name.clone(), n.station_name.clone())
+    };
+    (
+        cut_name(port),
+        cut_name(chassis),
+        parse_mac(&n.src_mac).unwrap_or_default(),
+    )
+}
+
 fn pdev_live(ctx: &CmContext, link_up: bool) -> super::records::PdevLive {
     let st = ctx.l2.as_ref().map(|l| l.status()).unwrap_or_default();
-    let peer = st.lldp_neighbour.as_ref().map(|n| {
-        // A PROFINET neighbour's Port ID "port-001.plc" gives port and station name; any
-        // other neighbour (a switch) is reported with its raw Port ID and Chassis ID.
-        let (port, chassis) = if n.station_name.is_empty() {
-            (n.port_id.clone(), n.chassis_id.clone())
-        } else {
-            (n.port_name.clone(), n.station_name.clone())
-        };
-        (
-            cut_name(port),
-            cut_name(chassis),
-            parse_mac(&n.src_mac).unwrap_or_default(),
-        )
-    });
+    let peer = st.lldp_neighbour.as_ref().map(pdev_peer);
     super::records::PdevLive {
         station_name: st.station_name,
         mac: ctx.link.mac(),
