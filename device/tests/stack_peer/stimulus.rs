@@ -1,0 +1,444 @@
+//! Requests the tests build by hand on purpose, with the protocol crate's codecs: RPC-level
+//! stimuli (a call on the peer's own activity, a Ping, a Ping amid a fragmented request), a
+//! second Connect, the supervisor AR's services, implicit reads, a MultipleWrite whose
+//! per-record answers are checked. The normal AR sequence is CMCTL's (peer.rs).
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use pn_protocol::wire::field::Writer;
+use pn_protocol::wire::pnio::alarm_cr::{AlarmCrBlockReq, AlarmCrProperties, ALARM_CR_TYPE};
+use pn_protocol::wire::pnio::ar::{ar_type, ArBlockReq, ArProperties};
+use pn_protocol::wire::pnio::control::ControlBlock;
+use pn_protocol::wire::pnio::expected::{
+    DataDescription, ExpectedModule, ExpectedSubmodule, ExpectedSubmoduleBlockReq,
+    SubmoduleProperties,
+};
+use pn_protocol::wire::pnio::iocr::{
+    iocr_type, IoObject, IocrApi, IocrBlockReq, IocrProperties, TagHeader, LT_PNIO,
+};
+use pn_protocol::wire::pnio::record::{
+    ReadReqHeaderRepr, ReadRequest, ReadResponse, RecordAddress,
+};
+use pn_protocol::wire::pnio::PnioStatus;
+use pn_protocol::wire::rpc::{
+    opnum, PacketType, PnioRequest, PnioResponse, RpcHeader, RpcPacket, Uuid, PNIO_DEVICE_INTERFACE,
+};
+
+use super::{Peer, DEVICE, DEV_IP, VENDOR};
+
+fn dev_addr() -> SocketAddr {
+    SocketAddr::from((DEV_IP, 34964))
+}
+
+impl Peer {
+    /// One RPC call to the device, built by hand on the peer's own activity from the RPC server
+    /// port (requests the AR's CMCTL would not make). Requests longer than one fragment are
+    /// sent fragmented; fragmented responses are reassembled.
+    pub fn call(&mut self, op: u16, data: Vec<u8>) -> PnioResponse {
+        self.seq += 1;
+        let h = RpcHeader::request(
+            self.drep,
+            Uuid::pnio_object(1, DEVICE, VENDOR),
+            PNIO_DEVICE_INTERFACE,
+            self.activity,
+            self.seq,
+            op,
+        );
+        let body = PnioRequest::new(65000, data).emit(self.drep).unwrap();
+        let pkts: Vec<Vec<u8>> = pn_protocol::wire::rpc::fragment(&h, &body, 1392, false)
+            .unwrap()
+            .iter()
+            .map(|p| p.emit().unwrap())
+            .collect();
+        self.udp
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut next_send = Instant::now();
+        let mut buf = vec![0u8; 65536];
+        let mut reasm = pn_protocol::machine::rpc_reassembly::Reassembler::new(Default::default());
+        let t0 = Instant::now();
+        loop {
+            assert!(Instant::now() < deadline, "RPC opnum {op}: no response");
+            if Instant::now() >= next_send {
+                for p in &pkts {
+                    self.udp.send_to(p, dev_addr()).unwrap();
+                }
+                self.fragments_sent = pkts.len();
+                next_send = Instant::now() + Duration::from_secs(1);
+            }
+            let Ok((n, from)) = self.udp.recv_from(&mut buf) else {
+                continue;
+            };
+            let Ok(p) = RpcPacket::parse(&buf[..n]) else {
+                continue;
+            };
+            if p.header.packet_type == PacketType::Request {
+                // The device's ApplicationReady (repeated): the AR's CMCTL answers it.
+                self.deliver(&buf[..n], from);
+                continue;
+            }
+            if p.header.packet_type == PacketType::Response
+                && p.header.activity == self.activity
+                && p.header.sequence == self.seq
+            {
+                assert_eq!(
+                    p.header.drep, self.drep,
+                    "response not in the requester's DREP"
+                );
+                if p.header.is_fragment() {
+                    self.fragments_received += 1;
+                }
+                let now = pn_protocol::time::Instant::from_nanos(t0.elapsed().as_nanos() as u64);
+                let r = reasm.receive(now, &p).expect("reassembly");
+                if let Some(m) = r.message {
+                    return PnioResponse::parse(&m.body, m.header.drep).expect("PNIO response");
+                }
+                continue;
+            }
+            assert!(
+                !matches!(p.header.packet_type, PacketType::Reject | PacketType::Fault),
+                "RPC opnum {op} rejected: {:?}",
+                p.body
+            );
+        }
+    }
+
+    /// A fragmented call whose first fragment is followed by a Ping before the rest is sent:
+    /// returns the answer to the Ping (Working expected) and the call's response.
+    pub fn call_with_ping_midway(&mut self, op: u16, data: Vec<u8>) -> (PacketType, PnioResponse) {
+        self.seq += 1;
+        let seq = self.seq;
+        let h = RpcHeader::request(
+            self.drep,
+            Uuid::pnio_object(1, DEVICE, VENDOR),
+            PNIO_DEVICE_INTERFACE,
+            self.activity,
+            seq,
+            op,
+        );
+        let body = PnioRequest::new(65000, data).emit(self.drep).unwrap();
+        let pkts: Vec<Vec<u8>> = pn_protocol::wire::rpc::fragment(&h, &body, 1392, false)
+            .unwrap()
+            .iter()
+            .map(|p| p.emit().unwrap())
+            .collect();
+        assert!(pkts.len() >= 2);
+        self.udp.send_to(&pkts[0], dev_addr()).unwrap();
+        let pt = self.ping(seq);
+        for p in &pkts[1..] {
+            self.udp.send_to(p, dev_addr()).unwrap();
+        }
+        let mut buf = vec![0u8; 65536];
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            assert!(Instant::now() < deadline, "no response");
+            if let Ok((n, _)) = self.udp.recv_from(&mut buf) {
+                if let Ok(p) = RpcPacket::parse(&buf[..n]) {
+                    if p.header.packet_type == PacketType::Response && p.header.sequence == seq {
+                        return (pt, PnioResponse::parse(&p.body, p.header.drep).unwrap());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Send a CL Ping for call `seq` of our activity; returns the packet type of the answer
+    /// (the resent Response for an answered call, Nocall for an unknown one).
+    pub fn ping(&mut self, seq: u32) -> PacketType {
+        let mut h = RpcHeader::request(
+            self.drep,
+            Uuid::pnio_object(1, DEVICE, VENDOR),
+            PNIO_DEVICE_INTERFACE,
+            self.activity,
+            seq,
+            opnum::READ_IMPLICIT,
+        );
+        h.packet_type = PacketType::Ping;
+        let p = RpcPacket::new(h, Vec::new()).emit().unwrap();
+        self.udp.send_to(&p, dev_addr()).unwrap();
+        self.udp
+            .set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let mut buf = vec![0u8; 65536];
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            if let Ok((n, _)) = self.udp.recv_from(&mut buf) {
+                if let Ok(r) = RpcPacket::parse(&buf[..n]) {
+                    if r.header.activity == self.activity && r.header.sequence == seq {
+                        return r.header.packet_type;
+                    }
+                }
+            }
+        }
+        panic!("no answer to ping");
+    }
+
+    /// The connect request blocks for the test layout (what CMCTL sends, and the stimulus of
+    /// a test that connects by hand).
+    pub fn connect_blocks(&self) -> Vec<u8> {
+        let t = self.timing;
+        let mut w = Writer::new();
+        ArBlockReq {
+            version: (1, 0),
+            ar_type: ar_type::IOCAR,
+            ar_uuid: self.ar_uuid,
+            session_key: self.session_key,
+            cm_initiator_mac: self.mac,
+            cm_initiator_object_uuid: Uuid::pnio_object(1, 0x0002, VENDOR),
+            properties: ArProperties(
+                ArProperties::STATE_ACTIVE
+                    | ArProperties::PARAMETERIZATION_SERVER
+                    | if self.advanced {
+                        ArProperties::STARTUP_MODE_ADVANCED
+                    } else {
+                        0
+                    },
+            ),
+            cm_initiator_activity_timeout_factor: self.cmi_factor,
+            cm_initiator_udp_rt_port: 0x8892,
+            cm_initiator_station_name: "test-plc".into(),
+        }
+        .emit(&mut w)
+        .unwrap();
+        let obj = |slot, subslot, frame_offset| IoObject {
+            slot,
+            subslot,
+            frame_offset,
+        };
+        // As controllers do: the input CR's FrameID is proposed by the controller, the output
+        // CR's (0xFFFF) is assigned by the device. Advanced startup requires RT_CLASS_2 (IEC
+        // 61158-6-10 IOCRBlockReq), legacy startup uses RT_CLASS_1; each has its FrameID range.
+        let (class, input_id) = if self.advanced {
+            (IocrProperties::RT_CLASS_2, 0x8010)
+        } else {
+            (IocrProperties::RT_CLASS_1, 0xC010)
+        };
+        let iocr = |ty, reference, objs, iocs| IocrBlockReq {
+            version: (1, 0),
+            iocr_type: ty,
+            iocr_reference: reference,
+            lt: LT_PNIO,
+            properties: IocrProperties(class),
+            data_length: 40,
+            frame_id: if ty == iocr_type::INPUT {
+                input_id
+            } else {
+                0xFFFF
+            },
+            send_clock_factor: t.send_clock_factor,
+            reduction_ratio: t.reduction_ratio,
+            phase: 1,
+            sequence: 0,
+            frame_send_offset: 0xFFFF_FFFF,
+            watchdog_factor: t.data_hold_factor,
+            data_hold_factor: t.data_hold_factor,
+            tag_header: TagHeader::new(0, 6),
+            multicast_mac: [0; 6],
+            apis: vec![IocrApi {
+                api: 0,
+                io_data_objects: objs,
+                iocs,
+            }],
+        };
+        // Input CR (device -> controller): DAP IOPS at 0..2, slot 1 data 3..7 + IOPS 7,
+        // IOCS of slot 1's output part at 8.
+        iocr(
+            iocr_type::INPUT,
+            1,
+            vec![
+                obj(0, 1, 0),
+                obj(0, 0x8000, 1),
+                obj(0, 0x8001, 2),
+                obj(1, 1, 3),
+            ],
+            vec![obj(1, 1, 8)],
+        )
+        .emit(&mut w)
+        .unwrap();
+        // Output CR (controller -> device): slot 1 data 0..4 + IOPS 4, IOCS 5..8.
+        iocr(
+            iocr_type::OUTPUT,
+            2,
+            vec![obj(1, 1, 0)],
+            vec![
+                obj(0, 1, 5),
+                obj(0, 0x8000, 6),
+                obj(0, 0x8001, 7),
+                obj(1, 1, 8),
+            ],
+        )
+        .emit(&mut w)
+        .unwrap();
+        AlarmCrBlockReq {
+            version: (1, 0),
+            alarm_cr_type: ALARM_CR_TYPE,
+            lt: LT_PNIO,
+            properties: AlarmCrProperties(0),
+            rta_timeout_factor: 1,
+            rta_retries: 3,
+            local_alarm_reference: 3,
+            max_alarm_data_length: 200,
+            tag_header_high: TagHeader::new(0, 6),
+            tag_header_low: TagHeader::new(0, 5),
+        }
+        .emit(&mut w)
+        .unwrap();
+        let sub = |subslot, ident, props: u16, descriptions| ExpectedSubmodule {
+            subslot,
+            submodule_ident: ident,
+            properties: SubmoduleProperties(props),
+            descriptions,
+        };
+        ExpectedSubmoduleBlockReq {
+            version: (1, 0),
+            modules: vec![
+                ExpectedModule {
+                    api: 0,
+                    slot: 0,
+                    module_ident: 1,
+                    module_properties: 0,
+                    submodules: vec![
+                        sub(
+                            1,
+                            1,
+                            SubmoduleProperties::TYPE_NO_IO,
+                            vec![DataDescription::input(0)],
+                        ),
+                        sub(
+                            0x8000,
+                            2,
+                            SubmoduleProperties::TYPE_NO_IO,
+                            vec![DataDescription::input(0)],
+                        ),
+                        sub(
+                            0x8001,
+                            3,
+                            SubmoduleProperties::TYPE_NO_IO,
+                            vec![DataDescription::input(0)],
+                        ),
+                    ],
+                },
+                ExpectedModule {
+                    api: 0,
+                    slot: 1,
+                    module_ident: 0x30,
+                    module_properties: 0,
+                    submodules: vec![sub(
+                        1,
+                        if self.wrong_slot1_ident { 99 } else { 1 },
+                        SubmoduleProperties::TYPE_INPUT_OUTPUT,
+                        vec![DataDescription::input(4), DataDescription::output(4)],
+                    )],
+                },
+            ],
+        }
+        .emit(&mut w)
+        .unwrap();
+        w.into_inner()
+    }
+
+    /// A supervisor (DeviceAccess) AR connect: ARBlockReq only, ARType 0x0006.
+    pub fn supervisor_connect(&mut self, ar_uuid: Uuid) -> PnioResponse {
+        let mut w = Writer::new();
+        ArBlockReq {
+            version: (1, 0),
+            ar_type: ar_type::IOSAR,
+            ar_uuid,
+            session_key: 7,
+            cm_initiator_mac: self.mac,
+            cm_initiator_object_uuid: Uuid::pnio_object(1, 0x0002, VENDOR),
+            properties: ArProperties(ArProperties::STATE_ACTIVE | ArProperties::DEVICE_ACCESS),
+            cm_initiator_activity_timeout_factor: 600,
+            cm_initiator_udp_rt_port: 0x8892,
+            cm_initiator_station_name: "commissioning-tool".into(),
+        }
+        .emit(&mut w)
+        .unwrap();
+        self.call(opnum::CONNECT, w.into_inner())
+    }
+
+    /// Release of an AR given by UUID and session key.
+    pub fn release_ar(&mut self, ar_uuid: Uuid, session_key: u16) -> PnioResponse {
+        let mut w = Writer::new();
+        ControlBlock::release_req(ar_uuid, session_key)
+            .emit(&mut w)
+            .unwrap();
+        self.call(opnum::RELEASE, w.into_inner())
+    }
+
+    /// Record read with any AR UUID (nil = implicit read, opnum 5); with the AR the peer
+    /// established, through its CMCTL.
+    pub fn read_with(
+        &mut self,
+        ar: Uuid,
+        slot: u16,
+        subslot: u16,
+        index: u16,
+    ) -> (PnioStatus, Vec<u8>) {
+        if self.own_ar(ar) {
+            return self.read_ar(slot, subslot, index, 65000);
+        }
+        let implicit = ar == Uuid::NIL;
+        let req = ReadRequest::new(ReadReqHeaderRepr {
+            seq_number: self.seq as u16,
+            ar_uuid: ar.0,
+            address: RecordAddress::new(0, slot, subslot, index),
+            record_data_length: 65000,
+            target_ar_uuid: [0; 16],
+        });
+        let op = if implicit {
+            opnum::READ_IMPLICIT
+        } else {
+            opnum::READ
+        };
+        let r = self.call(op, req.to_bytes().unwrap());
+        let data = ReadResponse::parse(&r.data)
+            .map(|x| x.data)
+            .unwrap_or_default();
+        (r.status, data)
+    }
+
+    /// Single record write with another AR (the supervisor AR); see [`Peer::write`] for the
+    /// peer's own.
+    pub fn write_with(
+        &mut self,
+        ar: Uuid,
+        slot: u16,
+        subslot: u16,
+        index: u16,
+        data: Vec<u8>,
+    ) -> PnioResponse {
+        let req = pn_protocol::wire::pnio::record::WriteRequest::single(
+            self.seq as u16,
+            ar.0,
+            RecordAddress::new(0, slot, subslot, index),
+            data,
+        )
+        .unwrap();
+        self.call(opnum::WRITE, req.to_bytes().unwrap())
+    }
+
+    /// MultipleWrite with the IO AR: (slot, subslot, index, data) per record. By hand: the test
+    /// reads the per-record statuses of the response, which CMCTL does not hand out.
+    pub fn multiple_write(&mut self, recs: Vec<(u16, u16, u16, Vec<u8>)>) -> PnioResponse {
+        use pn_protocol::wire::pnio::record::{WriteRecord, WriteReqHeaderRepr, WriteRequest};
+        let seq = self.seq as u16;
+        let ar = self.ar_uuid.0;
+        let records = recs
+            .into_iter()
+            .map(|(slot, subslot, index, data)| WriteRecord {
+                header: WriteReqHeaderRepr {
+                    seq_number: seq,
+                    ar_uuid: ar,
+                    address: RecordAddress::new(0, slot, subslot, index),
+                    record_data_length: data.len() as u32,
+                },
+                data,
+            })
+            .collect();
+        let req = WriteRequest::multiple(seq, ar, records).unwrap();
+        self.call(opnum::WRITE, req.to_bytes().unwrap())
+    }
+}
