@@ -204,32 +204,47 @@ impl Peer {
             .is_some_and(|c| !c.is_closed() && c.ar_uuid() == ar)
     }
 
-    /// A datagram from the device for the AR's CMCTL (a response to its call, or the device's
-    /// ApplicationReady); what the machine answers is sent at once.
-    pub(super) fn deliver(&mut self, bytes: &[u8], from: SocketAddr) {
-        let SocketAddr::V4(from) = from else {
-            return;
-        };
-        if let Ok(p) = RpcPacket::parse(bytes) {
-            if p.header.packet_type == PacketType::Response {
-                assert_eq!(
-                    p.header.drep, self.drep,
-                    "response not in the requester's DREP"
-                );
-                if p.header.is_fragment() {
-                    self.fragments_received += 1;
-                }
+    /// One datagram on either endpoint within `wait`: a packet answering the hand-built calls
+    /// (the peer's own activity) is returned, anything else goes to the AR's CMCTL (responses
+    /// to its calls, the device's ApplicationReady), whose answers are sent at once.
+    pub(super) fn recv_own(&mut self, buf: &mut [u8], wait: Duration) -> Option<RpcPacket> {
+        let (n, from) = self.recv_any(buf, wait)?;
+        let p = RpcPacket::parse(&buf[..n]).ok();
+        if let Some(p) = p
+            .as_ref()
+            .filter(|p| p.header.packet_type == PacketType::Response)
+        {
+            assert_eq!(
+                p.header.drep, self.drep,
+                "response not in the requester's DREP"
+            );
+            if p.header.is_fragment() {
+                self.fragments_received += 1;
             }
         }
+        if let Some(p) = p.filter(|p| {
+            p.header.activity == self.activity && p.header.packet_type != PacketType::Request
+        }) {
+            return Some(p);
+        }
+        let SocketAddr::V4(from) = from else {
+            return None;
+        };
         let now = self.now();
         if let Some(cm) = self.cm.as_mut() {
-            cm.handle_datagram(now, from, bytes);
+            cm.handle_datagram(now, from, &buf[..n]);
         }
         self.flush();
+        None
     }
 
-    fn now(&self) -> pn_protocol::time::Instant {
+    pub(super) fn now(&self) -> pn_protocol::time::Instant {
         pn_protocol::time::Instant::from_nanos(self.t0.elapsed().as_nanos() as u64)
+    }
+
+    /// How long until `t` (zero when past).
+    pub(super) fn until(&self, t: pn_protocol::time::Instant) -> Duration {
+        Duration::from_nanos(t.as_nanos().saturating_sub(self.now().as_nanos()))
     }
 
     fn cm(&mut self) -> &mut Cmctl {
@@ -312,15 +327,12 @@ impl Peer {
             let left = deadline
                 .checked_duration_since(Instant::now())
                 .unwrap_or_else(|| panic!("{what}: no outcome from CMCTL"));
-            let wait = match self.cm().poll_timeout() {
-                Some(t) => left.min(Duration::from_nanos(
-                    t.as_nanos().saturating_sub(self.now().as_nanos()),
-                )),
-                None => left,
-            };
-            if let Some((n, from)) = self.recv_any(&mut buf, wait) {
-                self.deliver(&buf[..n], from);
-            }
+            let wait = self
+                .cm()
+                .poll_timeout()
+                .map_or(left, |t| left.min(self.until(t)));
+            // Nothing answers the hand-built calls meanwhile: any such packet is stale.
+            let _ = self.recv_own(&mut buf, wait);
             let now = self.now();
             if self.cm().poll_timeout().is_some_and(|t| t <= now) {
                 self.cm().handle_timeout(now);

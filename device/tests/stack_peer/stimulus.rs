@@ -3,8 +3,10 @@
 //! second Connect, the supervisor AR's services, implicit reads, a MultipleWrite whose
 //! per-record answers are checked. The normal AR sequence is CMCTL's (peer.rs).
 
-use std::net::SocketAddr;
+use std::net::SocketAddrV4;
 use std::time::{Duration, Instant};
+
+use pn_protocol::machine::cmctl::{RpcClient, RpcClientConfig};
 
 use pn_protocol::wire::field::Writer;
 use pn_protocol::wire::pnio::alarm_cr::{AlarmCrBlockReq, AlarmCrProperties, ALARM_CR_TYPE};
@@ -22,86 +24,46 @@ use pn_protocol::wire::pnio::record::{
 };
 use pn_protocol::wire::pnio::PnioStatus;
 use pn_protocol::wire::rpc::{
-    opnum, PacketType, PnioRequest, PnioResponse, RpcHeader, RpcPacket, Uuid, PNIO_DEVICE_INTERFACE,
+    self, opnum, PacketType, PnioRequest, PnioResponse, RpcHeader, RpcPacket, Uuid,
+    PNIO_DEVICE_INTERFACE,
 };
 
 use super::{Peer, DEVICE, DEV_IP, VENDOR};
 
-fn dev_addr() -> SocketAddr {
-    SocketAddr::from((DEV_IP, 34964))
+pub(super) fn dev_addr() -> SocketAddrV4 {
+    SocketAddrV4::new(DEV_IP, 34964)
+}
+
+/// The device's PNIO object UUID.
+pub(super) fn object() -> Uuid {
+    Uuid::pnio_object(1, DEVICE, VENDOR)
 }
 
 impl Peer {
-    /// One RPC call to the device, built by hand on the peer's own activity from the RPC server
-    /// port (requests the AR's CMCTL would not make). Requests longer than one fragment are
-    /// sent fragmented; fragmented responses are reassembled.
+    /// One RPC call to the device on the peer's own activity, from the RPC server port, made
+    /// by the protocol crate's RPC client (fragmentation, retransmission, reassembly); for the
+    /// requests the AR's CMCTL does not make. Panics on a Fault, Reject or no answer.
     pub fn call(&mut self, op: u16, data: Vec<u8>) -> PnioResponse {
         self.seq += 1;
-        let h = RpcHeader::request(
-            self.drep,
-            Uuid::pnio_object(1, DEVICE, VENDOR),
-            PNIO_DEVICE_INTERFACE,
-            self.activity,
-            self.seq,
-            op,
-        );
-        let body = PnioRequest::new(65000, data).emit(self.drep).unwrap();
-        let pkts: Vec<Vec<u8>> = pn_protocol::wire::rpc::fragment(&h, &body, 1392, false)
-            .unwrap()
-            .iter()
-            .map(|p| p.emit().unwrap())
-            .collect();
-        self.udp
-            .set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mut next_send = Instant::now();
+        let cfg = RpcClientConfig {
+            drep: self.drep,
+            ..RpcClientConfig::default()
+        };
+        let mut rpc = RpcClient::new(cfg, dev_addr(), object(), self.activity, self.seq);
+        rpc.start(self.now(), op, data, 65000).expect("request");
         let mut buf = vec![0u8; 65536];
-        let mut reasm = pn_protocol::machine::rpc_reassembly::Reassembler::new(Default::default());
-        let t0 = Instant::now();
         loop {
-            assert!(Instant::now() < deadline, "RPC opnum {op}: no response");
-            if Instant::now() >= next_send {
-                for p in &pkts {
-                    self.udp.send_to(p, dev_addr()).unwrap();
-                }
-                self.fragments_sent = pkts.len();
-                next_send = Instant::now() + Duration::from_secs(1);
+            while let Some(b) = rpc.poll_transmit() {
+                self.udp.send_to(&b, dev_addr()).expect("peer send");
             }
-            let Ok((n, from)) = self.udp.recv_from(&mut buf) else {
-                continue;
+            let wait = rpc.poll_timeout().map_or(Duration::ZERO, |t| self.until(t));
+            let result = match self.recv_own(&mut buf, wait) {
+                Some(p) => rpc.handle_packet(self.now(), &p),
+                None => rpc.handle_timeout(self.now()),
             };
-            let Ok(p) = RpcPacket::parse(&buf[..n]) else {
-                continue;
-            };
-            if p.header.packet_type == PacketType::Request {
-                // The device's ApplicationReady (repeated): the AR's CMCTL answers it.
-                self.deliver(&buf[..n], from);
-                continue;
+            if let Some(r) = result {
+                return r.unwrap_or_else(|e| panic!("RPC opnum {op}: {e}"));
             }
-            if p.header.packet_type == PacketType::Response
-                && p.header.activity == self.activity
-                && p.header.sequence == self.seq
-            {
-                assert_eq!(
-                    p.header.drep, self.drep,
-                    "response not in the requester's DREP"
-                );
-                if p.header.is_fragment() {
-                    self.fragments_received += 1;
-                }
-                let now = pn_protocol::time::Instant::from_nanos(t0.elapsed().as_nanos() as u64);
-                let r = reasm.receive(now, &p).expect("reassembly");
-                if let Some(m) = r.message {
-                    return PnioResponse::parse(&m.body, m.header.drep).expect("PNIO response");
-                }
-                continue;
-            }
-            assert!(
-                !matches!(p.header.packet_type, PacketType::Reject | PacketType::Fault),
-                "RPC opnum {op} rejected: {:?}",
-                p.body
-            );
         }
     }
 
@@ -110,69 +72,57 @@ impl Peer {
     pub fn call_with_ping_midway(&mut self, op: u16, data: Vec<u8>) -> (PacketType, PnioResponse) {
         self.seq += 1;
         let seq = self.seq;
-        let h = RpcHeader::request(
-            self.drep,
-            Uuid::pnio_object(1, DEVICE, VENDOR),
-            PNIO_DEVICE_INTERFACE,
-            self.activity,
-            seq,
-            op,
-        );
         let body = PnioRequest::new(65000, data).emit(self.drep).unwrap();
-        let pkts: Vec<Vec<u8>> = pn_protocol::wire::rpc::fragment(&h, &body, 1392, false)
-            .unwrap()
-            .iter()
-            .map(|p| p.emit().unwrap())
-            .collect();
+        let pkts = rpc::fragment(&self.header(seq, op), &body, 1392, false).unwrap();
         assert!(pkts.len() >= 2);
-        self.udp.send_to(&pkts[0], dev_addr()).unwrap();
+        self.send(&pkts[0]);
         let pt = self.ping(seq);
-        for p in &pkts[1..] {
-            self.udp.send_to(p, dev_addr()).unwrap();
-        }
-        let mut buf = vec![0u8; 65536];
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            assert!(Instant::now() < deadline, "no response");
-            if let Ok((n, _)) = self.udp.recv_from(&mut buf) {
-                if let Ok(p) = RpcPacket::parse(&buf[..n]) {
-                    if p.header.packet_type == PacketType::Response && p.header.sequence == seq {
-                        return (pt, PnioResponse::parse(&p.body, p.header.drep).unwrap());
-                    }
-                }
-            }
-        }
+        pkts[1..].iter().for_each(|p| self.send(p));
+        let p = self.await_own("the call's response", seq, |t| t == PacketType::Response);
+        (pt, PnioResponse::parse(&p.body, p.header.drep).unwrap())
     }
 
     /// Send a CL Ping for call `seq` of our activity; returns the packet type of the answer
     /// (the resent Response for an answered call, Nocall for an unknown one).
     pub fn ping(&mut self, seq: u32) -> PacketType {
-        let mut h = RpcHeader::request(
+        let mut h = self.header(seq, opnum::READ_IMPLICIT);
+        h.packet_type = PacketType::Ping;
+        self.send(&RpcPacket::new(h, Vec::new()));
+        let p = self.await_own("an answer to the Ping", seq, |_| true);
+        p.header.packet_type
+    }
+
+    fn header(&self, seq: u32, op: u16) -> RpcHeader {
+        RpcHeader::request(
             self.drep,
-            Uuid::pnio_object(1, DEVICE, VENDOR),
+            object(),
             PNIO_DEVICE_INTERFACE,
             self.activity,
             seq,
-            opnum::READ_IMPLICIT,
-        );
-        h.packet_type = PacketType::Ping;
-        let p = RpcPacket::new(h, Vec::new()).emit().unwrap();
-        self.udp.send_to(&p, dev_addr()).unwrap();
+            op,
+        )
+    }
+
+    fn send(&self, p: &RpcPacket) {
         self.udp
-            .set_read_timeout(Some(Duration::from_millis(500)))
-            .unwrap();
+            .send_to(&p.emit().unwrap(), dev_addr())
+            .expect("peer send");
+    }
+
+    /// The next packet of call `seq` of our activity whose type `want` accepts, within 5 s.
+    fn await_own(&mut self, what: &str, seq: u32, want: fn(PacketType) -> bool) -> RpcPacket {
+        let deadline = Instant::now() + Duration::from_secs(5);
         let mut buf = vec![0u8; 65536];
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < deadline {
-            if let Ok((n, _)) = self.udp.recv_from(&mut buf) {
-                if let Ok(r) = RpcPacket::parse(&buf[..n]) {
-                    if r.header.activity == self.activity && r.header.sequence == seq {
-                        return r.header.packet_type;
-                    }
+        loop {
+            let left = deadline
+                .checked_duration_since(Instant::now())
+                .unwrap_or_else(|| panic!("no {what}"));
+            if let Some(p) = self.recv_own(&mut buf, left) {
+                if p.header.sequence == seq && want(p.header.packet_type) {
+                    return p;
                 }
             }
         }
-        panic!("no answer to ping");
     }
 
     /// The connect request blocks for the test layout (what CMCTL sends, and the stimulus of
