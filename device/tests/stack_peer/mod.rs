@@ -79,40 +79,23 @@ impl Drop for PeerNs {
 
 /// Create the veth pair `dev_nic` (in `dev_ns`) <-> `peer_nic` (in `peer_ns`) with addresses.
 pub fn wire_up(dev_ns: &str, dev_nic: &str, peer: &PeerNs, peer_nic: &str) {
-    run(&[
-        "ip", "-n", dev_ns, "link", "add", dev_nic, "type", "veth", "peer", "name", peer_nic,
-        "netns", &peer.name,
-    ]);
-    run(&[
-        "ip",
-        "-n",
-        dev_ns,
-        "addr",
-        "add",
-        "192.168.77.2/24",
-        "dev",
-        dev_nic,
-    ]);
-    run(&[
-        "ip",
-        "-n",
-        &peer.name,
-        "addr",
-        "add",
-        "192.168.77.1/24",
-        "dev",
-        peer_nic,
-    ]);
-    run(&["ip", "-n", dev_ns, "link", "set", dev_nic, "up"]);
-    run(&["ip", "-n", &peer.name, "link", "set", peer_nic, "up"]);
+    let p = &peer.name;
+    let sh = |cmd: String| run(&cmd.split_whitespace().collect::<Vec<_>>());
+    sh(format!(
+        "ip -n {dev_ns} link add {dev_nic} type veth peer name {peer_nic} netns {p}"
+    ));
+    sh(format!(
+        "ip -n {dev_ns} addr add 192.168.77.2/24 dev {dev_nic}"
+    ));
+    sh(format!("ip -n {p} addr add 192.168.77.1/24 dev {peer_nic}"));
+    sh(format!("ip -n {dev_ns} link set {dev_nic} up"));
+    sh(format!("ip -n {p} link set {peer_nic} up"));
     // Checksums computed in software, so a capture on the sending side shows real values
     // (with TX offload the captured UDP checksum is only the pseudo-header sum).
-    run(&[
-        "ip", "netns", "exec", dev_ns, "ethtool", "-K", dev_nic, "tx", "off",
-    ]);
-    run(&[
-        "ip", "netns", "exec", &peer.name, "ethtool", "-K", peer_nic, "tx", "off",
-    ]);
+    sh(format!(
+        "ip netns exec {dev_ns} ethtool -K {dev_nic} tx off"
+    ));
+    sh(format!("ip netns exec {p} ethtool -K {peer_nic} tx off"));
 }
 
 /// Runtime configuration XML for the tests: DAP + slot 1 with 4 bytes each way.

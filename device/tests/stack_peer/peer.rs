@@ -3,7 +3,7 @@
 //! returns from the endpoint the machine names, hands it every datagram and its timeouts, and
 //! turns the machine's events into the helpers' results.
 
-use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -15,13 +15,15 @@ use pn_protocol::machine::cmctl::{
     RpcClientConfig, Via,
 };
 use pn_protocol::machine::rta::{RtaConfig, RtaMachine};
+use pn_protocol::time::Instant as Time;
 use pn_protocol::wire::ethernet::MacAddr;
 use pn_protocol::wire::pnio::alarm::AlarmPriority;
 use pn_protocol::wire::pnio::record::RecordAddress;
 use pn_protocol::wire::pnio::PnioStatus;
 use pn_protocol::wire::rpc::{Drep, PacketType, RpcPacket, Uuid};
 
-use super::{random_uuid, CyclicState, PeerNs, Timing, DEVICE, DEV_IP, PEER_IP, VENDOR};
+use super::stimulus::{dev_addr, object};
+use super::{random_uuid, CyclicState, PeerNs, Timing, PEER_IP};
 
 /// The test controller.
 pub struct Peer {
@@ -70,14 +72,8 @@ fn new_rta() -> Arc<Mutex<RtaMachine>> {
     ))))
 }
 
-/// A record service's outcome as (PNIOStatus, record data).
-fn record_status(r: Result<Vec<u8>, CmctlError>) -> (PnioStatus, Vec<u8>) {
-    match r {
-        Ok(data) => (PnioStatus::OK, data),
-        Err(CmctlError::Rejected(st)) => (st, Vec::new()),
-        Err(e) => panic!("record service: {e}"),
-    }
-}
+/// A record service's outcome: (PNIOStatus, record data).
+type Record = (PnioStatus, Vec<u8>);
 
 impl Peer {
     /// Open the sockets inside `ns` on `nic`.
@@ -170,31 +166,36 @@ impl Peer {
     }
 
     /// Record read with the AR.
-    pub fn read(&mut self, slot: u16, subslot: u16, index: u16) -> (PnioStatus, Vec<u8>) {
+    pub fn read(&mut self, slot: u16, subslot: u16, index: u16) -> Record {
         self.read_ar(slot, subslot, index, 4096)
     }
 
     /// Record write with the AR.
     pub fn write(&mut self, slot: u16, subslot: u16, index: u16, data: Vec<u8>) -> PnioStatus {
-        self.fragments_sent = 0;
-        let now = self.now();
         let address = RecordAddress::new(0, slot, subslot, index);
-        let id = self.cm().write_record(now, address, &data);
-        record_status(self.record_done("Write", id)).0
+        self.record("Write", |cm, now| cm.write_record(now, address, &data))
+            .0
     }
 
-    pub(super) fn read_ar(
-        &mut self,
-        slot: u16,
-        subslot: u16,
-        index: u16,
-        max_len: u32,
-    ) -> (PnioStatus, Vec<u8>) {
+    pub(super) fn read_ar(&mut self, slot: u16, subslot: u16, index: u16, max: u32) -> Record {
+        let address = RecordAddress::new(0, slot, subslot, index);
+        self.record("Read", |cm, now| cm.read_record(now, address, max))
+    }
+
+    /// A record service of the AR's CMCTL, run to its end.
+    fn record(&mut self, what: &str, start: impl FnOnce(&mut Cmctl, Time) -> RecordId) -> Record {
         self.fragments_sent = 0;
         let now = self.now();
-        let address = RecordAddress::new(0, slot, subslot, index);
-        let id = self.cm().read_record(now, address, max_len);
-        record_status(self.record_done("Read", id))
+        let id = start(self.cm(), now);
+        let r = self.drive(what, |_, ev| match ev {
+            CmctlEvent::RecordDone { id: done, result } if done == id => Some(result),
+            ev => panic!("{what}: {ev:?}"),
+        });
+        match r {
+            Ok(data) => (PnioStatus::OK, data),
+            Err(CmctlError::Rejected(st)) => (st, Vec::new()),
+            Err(e) => panic!("record {what}: {e}"),
+        }
     }
 
     /// Whether `ar` is the AR the peer's CMCTL holds.
@@ -238,12 +239,12 @@ impl Peer {
         None
     }
 
-    pub(super) fn now(&self) -> pn_protocol::time::Instant {
-        pn_protocol::time::Instant::from_nanos(self.t0.elapsed().as_nanos() as u64)
+    pub(super) fn now(&self) -> Time {
+        Time::from_nanos(self.t0.elapsed().as_nanos() as u64)
     }
 
     /// How long until `t` (zero when past).
-    pub(super) fn until(&self, t: pn_protocol::time::Instant) -> Duration {
+    pub(super) fn until(&self, t: Time) -> Duration {
         Duration::from_nanos(t.as_nanos().saturating_sub(self.now().as_nanos()))
     }
 
@@ -256,8 +257,8 @@ impl Peer {
         let cfg = CmctlConfig {
             ar_uuid: self.ar_uuid,
             session_key: self.session_key,
-            device: SocketAddrV4::new(DEV_IP, 34964),
-            object: Uuid::pnio_object(1, DEVICE, VENDOR),
+            device: dev_addr(),
+            object: object(),
             activity: random_uuid(),
             device_mac: MacAddr::ZERO,
             connect_request: self.connect_blocks(),
@@ -278,13 +279,6 @@ impl Peer {
         self.input_frame_id = c.input_frame_id;
         self.output_frame_id = c.output_frame_id;
         self.start_cyclic();
-    }
-
-    fn record_done(&mut self, what: &str, id: RecordId) -> Result<Vec<u8>, CmctlError> {
-        self.drive(what, |_, ev| match ev {
-            CmctlEvent::RecordDone { id: done, result } if done == id => Some(result),
-            ev => panic!("{what}: {ev:?}"),
-        })
     }
 
     /// Send what the machine has to send, each datagram from the endpoint it names.

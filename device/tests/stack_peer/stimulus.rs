@@ -7,18 +7,12 @@ use std::net::SocketAddrV4;
 use std::time::{Duration, Instant};
 
 use pn_protocol::machine::cmctl::{RpcClient, RpcClientConfig};
-
 use pn_protocol::wire::field::Writer;
-use pn_protocol::wire::pnio::alarm_cr::{AlarmCrBlockReq, AlarmCrProperties, ALARM_CR_TYPE};
 use pn_protocol::wire::pnio::ar::{ar_type, ArBlockReq, ArProperties};
 use pn_protocol::wire::pnio::control::ControlBlock;
-use pn_protocol::wire::pnio::expected::{
-    DataDescription, ExpectedModule, ExpectedSubmodule, ExpectedSubmoduleBlockReq,
-    SubmoduleProperties,
-};
-use pn_protocol::wire::pnio::iocr::{
-    iocr_type, IoObject, IocrApi, IocrBlockReq, IocrProperties, TagHeader, LT_PNIO,
-};
+use pn_protocol::wire::pnio::example;
+use pn_protocol::wire::pnio::expected::{DataDescription, ExpectedSubmodule, SubmoduleProperties};
+use pn_protocol::wire::pnio::iocr::{iocr_type, IoObject, IocrProperties};
 use pn_protocol::wire::pnio::record::{
     ReadReqHeaderRepr, ReadRequest, ReadResponse, RecordAddress,
 };
@@ -126,37 +120,27 @@ impl Peer {
     }
 
     /// The connect request blocks for the test layout (what CMCTL sends, and the stimulus of
-    /// a test that connects by hand).
+    /// a test that connects by hand): the protocol crate's example request with this AR's
+    /// identity, timing and layout (DAP with its interface and port, slot 1 with 4 bytes each
+    /// way).
     pub fn connect_blocks(&self) -> Vec<u8> {
         let t = self.timing;
-        let mut w = Writer::new();
-        ArBlockReq {
-            version: (1, 0),
-            ar_type: ar_type::IOCAR,
-            ar_uuid: self.ar_uuid,
-            session_key: self.session_key,
-            cm_initiator_mac: self.mac,
-            cm_initiator_object_uuid: Uuid::pnio_object(1, 0x0002, VENDOR),
-            properties: ArProperties(
-                ArProperties::STATE_ACTIVE
-                    | ArProperties::PARAMETERIZATION_SERVER
-                    | if self.advanced {
-                        ArProperties::STARTUP_MODE_ADVANCED
-                    } else {
-                        0
-                    },
-            ),
-            cm_initiator_activity_timeout_factor: self.cmi_factor,
-            cm_initiator_udp_rt_port: 0x8892,
-            cm_initiator_station_name: "test-plc".into(),
-        }
-        .emit(&mut w)
-        .unwrap();
-        let obj = |slot, subslot, frame_offset| IoObject {
-            slot,
-            subslot,
-            frame_offset,
+        let mut req = example::connect_request();
+        let ar = &mut req.ar;
+        ar.ar_uuid = self.ar_uuid;
+        ar.session_key = self.session_key;
+        ar.cm_initiator_mac = self.mac;
+        ar.cm_initiator_object_uuid = Uuid::pnio_object(1, 0x0002, VENDOR);
+        let startup = if self.advanced {
+            ArProperties::STARTUP_MODE_ADVANCED
+        } else {
+            0
         };
+        ar.properties = ArProperties(
+            ArProperties::STATE_ACTIVE | ArProperties::PARAMETERIZATION_SERVER | startup,
+        );
+        ar.cm_initiator_activity_timeout_factor = self.cmi_factor;
+        ar.cm_initiator_station_name = "test-plc".into();
         // As controllers do: the input CR's FrameID is proposed by the controller, the output
         // CR's (0xFFFF) is assigned by the device. Advanced startup requires RT_CLASS_2 (IEC
         // 61158-6-10 IOCRBlockReq), legacy startup uses RT_CLASS_1; each has its FrameID range.
@@ -165,128 +149,64 @@ impl Peer {
         } else {
             (IocrProperties::RT_CLASS_1, 0xC010)
         };
-        let iocr = |ty, reference, objs, iocs| IocrBlockReq {
-            version: (1, 0),
-            iocr_type: ty,
-            iocr_reference: reference,
-            lt: LT_PNIO,
-            properties: IocrProperties(class),
-            data_length: 40,
-            frame_id: if ty == iocr_type::INPUT {
-                input_id
-            } else {
-                0xFFFF
-            },
-            send_clock_factor: t.send_clock_factor,
-            reduction_ratio: t.reduction_ratio,
-            phase: 1,
-            sequence: 0,
-            frame_send_offset: 0xFFFF_FFFF,
-            watchdog_factor: t.data_hold_factor,
-            data_hold_factor: t.data_hold_factor,
-            tag_header: TagHeader::new(0, 6),
-            multicast_mac: [0; 6],
-            apis: vec![IocrApi {
-                api: 0,
-                io_data_objects: objs,
-                iocs,
-            }],
+        let objs = |v: &[(u16, u16, u16)]| -> Vec<IoObject> {
+            v.iter()
+                .map(|&(slot, subslot, frame_offset)| IoObject {
+                    slot,
+                    subslot,
+                    frame_offset,
+                })
+                .collect()
         };
-        // Input CR (device -> controller): DAP IOPS at 0..2, slot 1 data 3..7 + IOPS 7,
-        // IOCS of slot 1's output part at 8.
-        iocr(
-            iocr_type::INPUT,
-            1,
-            vec![
-                obj(0, 1, 0),
-                obj(0, 0x8000, 1),
-                obj(0, 0x8001, 2),
-                obj(1, 1, 3),
-            ],
-            vec![obj(1, 1, 8)],
-        )
-        .emit(&mut w)
-        .unwrap();
-        // Output CR (controller -> device): slot 1 data 0..4 + IOPS 4, IOCS 5..8.
-        iocr(
-            iocr_type::OUTPUT,
-            2,
-            vec![obj(1, 1, 0)],
-            vec![
-                obj(0, 1, 5),
-                obj(0, 0x8000, 6),
-                obj(0, 0x8001, 7),
-                obj(1, 1, 8),
-            ],
-        )
-        .emit(&mut w)
-        .unwrap();
-        AlarmCrBlockReq {
-            version: (1, 0),
-            alarm_cr_type: ALARM_CR_TYPE,
-            lt: LT_PNIO,
-            properties: AlarmCrProperties(0),
-            rta_timeout_factor: 1,
-            rta_retries: 3,
-            local_alarm_reference: 3,
-            max_alarm_data_length: 200,
-            tag_header_high: TagHeader::new(0, 6),
-            tag_header_low: TagHeader::new(0, 5),
+        // Input CR (device -> controller): DAP IOPS at 0..2, slot 1 data 3..7 + IOPS 7, IOCS
+        // of slot 1's output part at 8. Output CR (controller -> device): slot 1 data 0..4 +
+        // IOPS 4, IOCS 5..8.
+        let layout = [
+            (
+                objs(&[(0, 1, 0), (0, 0x8000, 1), (0, 0x8001, 2), (1, 1, 3)]),
+                objs(&[(1, 1, 8)]),
+            ),
+            (
+                objs(&[(1, 1, 0)]),
+                objs(&[(0, 1, 5), (0, 0x8000, 6), (0, 0x8001, 7), (1, 1, 8)]),
+            ),
+        ];
+        for (cr, (data, iocs)) in req.iocrs.iter_mut().zip(layout) {
+            cr.properties = IocrProperties(class);
+            if cr.iocr_type == iocr_type::INPUT {
+                cr.frame_id = input_id;
+            }
+            cr.send_clock_factor = t.send_clock_factor;
+            cr.reduction_ratio = t.reduction_ratio;
+            cr.watchdog_factor = t.data_hold_factor;
+            cr.data_hold_factor = t.data_hold_factor;
+            cr.apis[0].io_data_objects = data;
+            cr.apis[0].iocs = iocs;
         }
-        .emit(&mut w)
-        .unwrap();
-        let sub = |subslot, ident, props: u16, descriptions| ExpectedSubmodule {
+        req.alarm_cr
+            .as_mut()
+            .expect("AlarmCR")
+            .local_alarm_reference = 3;
+        let sub = |subslot, submodule_ident, props, descriptions| ExpectedSubmodule {
             subslot,
-            submodule_ident: ident,
+            submodule_ident,
             properties: SubmoduleProperties(props),
             descriptions,
         };
-        ExpectedSubmoduleBlockReq {
-            version: (1, 0),
-            modules: vec![
-                ExpectedModule {
-                    api: 0,
-                    slot: 0,
-                    module_ident: 1,
-                    module_properties: 0,
-                    submodules: vec![
-                        sub(
-                            1,
-                            1,
-                            SubmoduleProperties::TYPE_NO_IO,
-                            vec![DataDescription::input(0)],
-                        ),
-                        sub(
-                            0x8000,
-                            2,
-                            SubmoduleProperties::TYPE_NO_IO,
-                            vec![DataDescription::input(0)],
-                        ),
-                        sub(
-                            0x8001,
-                            3,
-                            SubmoduleProperties::TYPE_NO_IO,
-                            vec![DataDescription::input(0)],
-                        ),
-                    ],
-                },
-                ExpectedModule {
-                    api: 0,
-                    slot: 1,
-                    module_ident: 0x30,
-                    module_properties: 0,
-                    submodules: vec![sub(
-                        1,
-                        if self.wrong_slot1_ident { 99 } else { 1 },
-                        SubmoduleProperties::TYPE_INPUT_OUTPUT,
-                        vec![DataDescription::input(4), DataDescription::output(4)],
-                    )],
-                },
-            ],
-        }
-        .emit(&mut w)
-        .unwrap();
-        w.into_inner()
+        let no_io = SubmoduleProperties::TYPE_NO_IO;
+        let modules = &mut req.expected[0].modules;
+        modules[0].submodules = (1..)
+            .zip([1, 0x8000, 0x8001])
+            .map(|(ident, subslot)| sub(subslot, ident, no_io, vec![DataDescription::input(0)]))
+            .collect();
+        modules[1].module_ident = 0x30;
+        modules[1].submodules = vec![sub(
+            1,
+            if self.wrong_slot1_ident { 99 } else { 1 },
+            SubmoduleProperties::TYPE_INPUT_OUTPUT,
+            vec![DataDescription::input(4), DataDescription::output(4)],
+        )];
+        req.emit().unwrap()
     }
 
     /// A supervisor (DeviceAccess) AR connect: ARBlockReq only, ARType 0x0006.
