@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::{any_binding, write_licence, Daemon, DaemonOpts, Netns};
 use pn_protocol::wire::pnio::block::blocks;
 use pn_protocol::wire::pnio::im::{Im1, Im2, Im3, ImRecord};
-use pn_protocol::wire::pnio::module_diff::{ident_info, ModuleDiffBlock};
+use pn_protocol::wire::pnio::module_diff::ident_info;
 use pn_protocol::wire::pnio::record::index;
 use pn_protocol::wire::rpc::{opnum, PacketType, Uuid};
 use stack_peer::{
@@ -140,8 +140,8 @@ fn stack_cm_records_supervisor_second_ar_fragmentation() {
     // Fragmentation both ways: a 3000-byte user record written in fragments, read back in
     // fragments.
     let big: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
-    let r = peer.write_with(peer.ar_uuid, 1, 1, 0x0100, big.clone());
-    assert!(r.status.is_ok(), "fragmented write: {}", r.status);
+    let st = peer.write(1, 1, 0x0100, big.clone());
+    assert!(st.is_ok(), "fragmented write: {st}");
     assert!(peer.fragments_sent >= 3, "request not fragmented");
     let rec = wait_for(
         "user record in /api/records",
@@ -222,10 +222,9 @@ fn stack_cm_module_diff_and_cmi_timeout() {
     peer.wrong_slot1_ident = true;
     peer.cmi_factor = 10; // 1 s
     let r = peer.connect();
-    let md = blocks(&r.data)
-        .filter_map(|b| b.ok())
-        .find(|b| b.block_type() == 0x8104)
-        .map(|b| ModuleDiffBlock::parse(&b).unwrap())
+    let md = r
+        .response
+        .module_diff
         .expect("ModuleDiffBlock in the connect response");
     let m = &md.apis[0].modules[0];
     assert_eq!(m.slot, 1);
@@ -272,7 +271,7 @@ fn stack_cm_watchdog_err_rta_big_endian_legacy() {
     };
     let mut cap = Capture::start(&peer_ns, "pnc0", 5000);
     let mut peer = Peer::open(&peer_ns, "pnc0", TIMING);
-    // Big-endian requests (answered big-endian, asserted in Peer::call), legacy start-up.
+    // Big-endian requests (answered big-endian, asserted by the peer), legacy start-up.
     peer.drep = pn_protocol::wire::rpc::Drep::BIG_ENDIAN;
     peer.advanced = false;
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| peer.establish()));
@@ -454,9 +453,8 @@ fn stack_cm_release_is_not_a_fault() {
     let mut peer = Peer::open(&peer_ns, "pnc0", TIMING);
     peer.establish();
     d.wait_state("DataExchange");
-    let (ar, key) = (peer.ar_uuid, peer.session_key);
-    let r = peer.release_ar(ar, key);
-    assert!(r.status.is_ok(), "{:?}", r.status);
+    let st = peer.release();
+    assert!(st.is_ok(), "{st:?}");
     let s = d.status();
     assert_eq!(s["state"], "Aborted", "{s}");
     let msg = s["statusMessage"].as_str().unwrap_or("").to_string();

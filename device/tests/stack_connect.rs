@@ -256,8 +256,8 @@ fn exchange(tag: &str, send_clock_ms: u16, timing: Timing, soak: Duration, full:
     );
 
     // Release -> the runtime leaves DataExchange.
-    let r = peer.release();
-    assert!(r.status.is_ok(), "release: {}", r.status);
+    let st = peer.release();
+    assert!(st.is_ok(), "release: {st}");
     let s = wait_for("Aborted after release", Duration::from_secs(5), || {
         let s = d.status();
         (s["state"] == "Aborted").then_some(s)

@@ -16,6 +16,9 @@ const TIME_FIELDS: &[&str] = &[
     "lastSeen",
     "expiresAt",
 ];
+/// Times that are empty until something happened (an AR's start and end): redacted only when
+/// set, so a snapshot still shows whether they are.
+const OPTIONAL_TIME_FIELDS: &[&str] = &["since", "endedAt"];
 const EPOCH_FIELDS: &[&str] = &["epoch", "ioEpoch", "heartbeat", "cycleCounter"];
 
 /// Counters depend on timing (how many cycles ran before the response, whether the peer's
@@ -98,6 +101,9 @@ fn redact_inner(key: Option<&str>, v: &Json, lits: &[(String, String)]) -> Json 
         if TIME_FIELDS.contains(&k) {
             return Json::String("[time]".into());
         }
+        if OPTIONAL_TIME_FIELDS.contains(&k) && v.as_str().is_some_and(|t| !t.is_empty()) {
+            return Json::String("[time]".into());
+        }
         if EPOCH_FIELDS.contains(&k) {
             return Json::String("[epoch]".into());
         }
@@ -153,6 +159,10 @@ mod tests {
         assert_eq!(r["ar"], "[uuid]");
         assert_eq!(r["alarms"][0]["severity"], "Error");
         assert_eq!(r["alarms"][0]["occurredAt"], "[time]");
+        // An AR's times: redacted when set, kept when empty.
+        let ar = redact(&json!({"ar": {"since": "2026-11-28T03:32:05.777Z", "endedAt": ""}}));
+        assert_eq!(ar["ar"]["since"], "[time]");
+        assert_eq!(ar["ar"]["endedAt"], "");
         assert_eq!(
             redact_in_text("with plc (96:0f:a5:c5:48:fc): 12829 us since, 3 cycles, 12000 usable"),
             "with plc ([mac]): [n] us since, 3 cycles, 12000 usable"

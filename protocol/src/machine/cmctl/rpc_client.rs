@@ -30,6 +30,9 @@ pub struct RpcClientConfig {
     /// Largest reassembled response (a response is at most the ArgsMaximum we ask for; 1 MiB
     /// is far above any record).
     pub max_response: usize,
+    /// Data representation of the requests (the device answers in the requester's; little
+    /// endian is what controllers send, big endian is the other one a device must accept).
+    pub drep: Drep,
 }
 
 impl Default for RpcClientConfig {
@@ -39,6 +42,7 @@ impl Default for RpcClientConfig {
             retries: 3,
             max_fragment_body: 1392,
             max_response: 1 << 20,
+            drep: Drep::LITTLE_ENDIAN,
         }
     }
 }
@@ -150,7 +154,7 @@ impl RpcClient {
         args_max: u32,
     ) -> Result<(), CallError> {
         debug_assert!(self.call.is_none(), "one call at a time per activity");
-        let drep = Drep::LITTLE_ENDIAN;
+        let drep = self.cfg.drep;
         let seq = self.next_seq;
         let header = RpcHeader::request(
             drep,

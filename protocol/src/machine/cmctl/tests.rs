@@ -699,3 +699,24 @@ fn every_release_gets_an_answer_even_on_an_ended_ar() {
         "nothing to release on the wire"
     );
 }
+
+#[test]
+fn big_endian_requests_when_configured() {
+    let mut cfg = config(vec![]);
+    cfg.rpc.drep = Drep::BIG_ENDIAN;
+    let mut m = Cmctl::new(cfg, T0);
+    let (p, r) = one_request(&mut m);
+    assert_eq!(p.header.drep, Drep::BIG_ENDIAN);
+    assert_eq!(
+        ConnectRequest::parse(&r.data).unwrap().ar.ar_uuid,
+        m.ar_uuid()
+    );
+    // The big-endian answer is understood: PrmEnd follows, big-endian too.
+    let creq = ConnectRequest::parse(&r.data).unwrap();
+    let cres = sample_connect_response(&creq).emit().unwrap();
+    m.handle_datagram(T0, DEV_SERVER, &answer(&p, &r, PnioStatus::OK, cres));
+    assert!(matches!(events(&mut m)[0], CmctlEvent::Connected(_)));
+    let (p, r) = one_request(&mut m);
+    assert_eq!(p.header.drep, Drep::BIG_ENDIAN);
+    assert_eq!(control_type(&r), block_type::PRM_END_REQ);
+}
