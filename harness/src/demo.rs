@@ -2,11 +2,16 @@
 //! http://127.0.0.1:18840 in a browser on this machine) in data exchange with the controller
 //! simulator in a namespace of its own, joined by a veth pair. Prints live status until Ctrl-C,
 //! then releases the AR, stops the daemon and removes the namespace, the link and the files.
+//! When the AR ends (either side), it prints one line saying why (the controller's abort
+//! reason and the device's `statusMessage`) and connects again, with a bounded backoff.
+//! `--pcap FILE` records the link on the device's side for the whole run.
 
-use crate::lab::{device_binary_or_build, write_licence, Licence};
+use crate::lab::{device_binary_or_build, write_licence, Capture, Licence};
 use crate::peer::{Peer, PeerTiming, CTL_IP, DEV_IP};
+use pn_controller::ArState;
 use pn_testkit::netns::NetNs;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -61,10 +66,15 @@ fn config_xml() -> String {
 struct Cleanup {
     ns: Option<NetNs>,
     device: Option<std::process::Child>,
+    capture: Option<Capture>,
 }
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
+        if let Some(c) = self.capture.take() {
+            let p = c.finish();
+            println!("pn-lab demo: capture written to {}", p.display());
+        }
         if let Some(mut d) = self.device.take() {
             // SAFETY: signal our own child for a graceful shutdown (spec drain), then reap it.
             unsafe {
@@ -85,8 +95,44 @@ impl Drop for Cleanup {
     }
 }
 
-/// Run the demo until Ctrl-C (or for `limit` when given, for tests). Returns an error text.
-pub fn run(limit: Option<Duration>) -> Result<(), String> {
+/// Backoff between reconnect attempts: 0.5 s, doubling, at most this.
+const MAX_BACKOFF: Duration = Duration::from_secs(4);
+
+/// One line saying why the AR ended: the controller's view (its abort reason) and the
+/// device's (`GET /api/status`: state and `statusMessage`).
+fn ended_line(ctl: &ArState, dev: Option<&serde_json::Value>) -> String {
+    let device = match dev {
+        Some(st) => {
+            let msg = st["statusMessage"].as_str().unwrap_or("");
+            format!(
+                "device {}{}{}",
+                st["state"].as_str().unwrap_or("?"),
+                if msg.is_empty() { "" } else { ": " },
+                msg
+            )
+        }
+        None => "device API not answering".into(),
+    };
+    format!("pn-lab demo: AR ended: controller {ctl}; {device}")
+}
+
+/// The device's status once it has left data exchange (the controller may see the end a
+/// few cycles before the device does), or its last status after 3 s.
+fn device_status_after_end() -> Option<serde_json::Value> {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let st = get("/api/status");
+        let settled = st.as_ref().is_some_and(|s| s["state"] != "DataExchange");
+        if settled || Instant::now() >= deadline {
+            return st;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Run the demo until Ctrl-C (or for `limit` when given, for tests), recording the link to
+/// `pcap` when given. Returns an error text.
+pub fn run(limit: Option<Duration>, pcap: Option<&Path>) -> Result<(), String> {
     if !pn_testkit::env::is_root() {
         return Err(
             "pn-lab demo needs root (network namespaces, raw sockets): run it with sudo".into(),
@@ -103,6 +149,7 @@ pub fn run(limit: Option<Duration>) -> Result<(), String> {
     let mut cleanup = Cleanup {
         ns: None,
         device: None,
+        capture: None,
     };
     ip(&[
         "link", "add", HOST_IF, "type", "veth", "peer", "name", PEER_IF,
@@ -131,6 +178,9 @@ pub fn run(limit: Option<Duration>) -> Result<(), String> {
     });
     std::fs::write(dir.path().join("settings.json"), settings.to_string())
         .map_err(|e| e.to_string())?;
+    if let Some(p) = pcap {
+        cleanup.capture = Some(Capture::start(Command::new("tcpdump"), HOST_IF, p)?);
+    }
     let log = std::fs::File::create(dir.path().join("device.log")).map_err(|e| e.to_string())?;
     let child = Command::new(device_binary_or_build()?)
         .arg("--settings")
@@ -182,8 +232,43 @@ pub fn run(limit: Option<Duration>) -> Result<(), String> {
         s2.store(true, Ordering::SeqCst);
     });
     let t0 = Instant::now();
+    let running = || !stop.load(Ordering::SeqCst) && limit.map_or(true, |l| t0.elapsed() < l);
     let mut n: u32 = 0;
-    while !stop.load(Ordering::SeqCst) && limit.map_or(true, |l| t0.elapsed() < l) {
+    // Set while the AR is down: when to try the next Connect and the wait after that.
+    let mut retry: Option<(Instant, Duration)> = None;
+    let mut attempt = 0u32;
+    while running() {
+        if let Some((at, backoff)) = retry {
+            if Instant::now() < at {
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            }
+            attempt += 1;
+            match peer.connect() {
+                Ok(()) => {
+                    println!("pn-lab demo: reconnected (attempt {attempt}): data exchange");
+                    retry = None;
+                    attempt = 0;
+                }
+                Err(e) => {
+                    let next = (backoff * 2).min(MAX_BACKOFF);
+                    println!(
+                        "pn-lab demo: reconnect attempt {attempt} failed: {e}; next in {:.1} s",
+                        backoff.as_secs_f64()
+                    );
+                    retry = Some((Instant::now() + backoff, next));
+                    continue;
+                }
+            }
+        }
+        let state = peer.state();
+        if let Some(s @ (ArState::Aborted(_) | ArState::Released)) = &state {
+            println!("{}", ended_line(s, device_status_after_end().as_ref()));
+            let _ = peer.abort(); // forget the ended AR
+            let first = Duration::from_millis(500);
+            retry = Some((Instant::now() + first, first));
+            continue;
+        }
         n = n.wrapping_add(1);
         // Controller -> device: a counter; device -> controller: the uptime in seconds.
         let _ = peer.set_outputs(0, &n.to_be_bytes());
@@ -208,9 +293,18 @@ pub fn run(limit: Option<Duration>) -> Result<(), String> {
                 st["alarmCount"],
             );
         }
-        std::thread::sleep(Duration::from_millis(1000));
+        // The status once a second; an AR's end is seen within 100 ms.
+        let next = Instant::now() + Duration::from_secs(1);
+        while running() && Instant::now() < next {
+            if matches!(peer.state(), Some(ArState::Aborted(_) | ArState::Released)) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
-    let _ = peer.release();
+    if peer.state() == Some(ArState::DataExchange) {
+        let _ = peer.release();
+    }
     drop(peer);
     drop(cleanup);
     println!("pn-lab demo: stopped and cleaned up");

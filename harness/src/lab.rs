@@ -71,7 +71,7 @@ pub struct Lab {
     pub dir: tempfile::TempDir,
     // Field order matters for drop: processes first, then the namespaces.
     device: Option<Child>,
-    capture: Option<Child>,
+    capture: Option<Capture>,
     /// The impairment bridge of the `netem` scenario step, installed on first use; it must go
     /// before the namespaces it redirects between.
     impair: std::sync::Mutex<Option<crate::impair::Bridge>>,
@@ -314,16 +314,8 @@ impl Lab {
     }
 
     fn start_capture(&mut self) -> Result<(), String> {
-        let child = self
-            .ns_ctl
-            .command("tcpdump")
-            .args(["-i", &self.veth.b, "-U", "-s", "0", "-w"])
-            .arg(self.pcap_path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("cannot start tcpdump: {e}"))?;
-        self.capture = Some(child);
+        let cmd = self.ns_ctl.command("tcpdump");
+        self.capture = Some(Capture::start(cmd, &self.veth.b, &self.pcap_path())?);
         Ok(())
     }
 
@@ -515,42 +507,144 @@ impl Lab {
         Ok(())
     }
 
-    /// Keep the capture and the device log of a failed scenario under `target/lab-failures/`.
-    pub fn keep_artifacts(&mut self, name: &str) -> Option<PathBuf> {
-        if let Some(mut c) = self.capture.take() {
-            // SAFETY: signal our own child so tcpdump flushes the file.
-            unsafe {
-                libc::kill(c.id() as i32, libc::SIGTERM);
-            }
-            let _ = c.wait();
+    /// Keep the capture and the device log of a failed run in a new directory
+    /// `<root>/<name>-<UTC timestamp>/` (`capture.pcap`, `device.log`) and return it. `root`
+    /// is the caller's: `pn-lab run` gives `./pn-lab-failures` or `--artifacts DIR`.
+    pub fn keep_artifacts(&mut self, root: &Path, name: &str) -> Option<PathBuf> {
+        self.finish_capture();
+        let out = new_artifact_dir(root, name).ok()?;
+        if self.pcap_path().is_file() {
+            let _ = std::fs::copy(self.pcap_path(), out.join("capture.pcap"));
         }
-        let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/lab-failures");
-        std::fs::create_dir_all(&out).ok()?;
-        let pcap = out.join(format!("{name}.pcap"));
-        let _ = std::fs::copy(self.pcap_path(), &pcap);
-        let _ = std::fs::write(out.join(format!("{name}.device.log")), self.device_log());
-        Some(pcap)
+        let _ = std::fs::write(out.join("device.log"), self.device_log());
+        Some(out)
     }
 
     /// Stop the capture and return the path of the finished pcap.
     pub fn finish_capture(&mut self) -> Option<PathBuf> {
-        let mut c = self.capture.take()?;
-        // SAFETY: signal our own child so tcpdump flushes the file.
-        unsafe {
-            libc::kill(c.id() as i32, libc::SIGTERM);
+        self.capture.take().map(Capture::finish)
+    }
+}
+
+/// Create `<root>/<name>-<UTC timestamp>/` (with `-2`, `-3`... when a run of the same second
+/// made one already).
+pub fn new_artifact_dir(root: &Path, name: &str) -> Result<PathBuf, String> {
+    let stamp: String = humantime::format_rfc3339_seconds(SystemTime::now())
+        .to_string()
+        .chars()
+        .filter(|c| !matches!(c, '-' | ':'))
+        .collect();
+    std::fs::create_dir_all(root).map_err(|e| format!("{}: {e}", root.display()))?;
+    for n in 1..1000 {
+        let leaf = if n == 1 {
+            format!("{name}-{stamp}")
+        } else {
+            format!("{name}-{stamp}-{n}")
+        };
+        let dir = root.join(leaf);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(format!("{}: {e}", dir.display())),
         }
-        let _ = c.wait();
-        Some(self.pcap_path())
+    }
+    Err(format!("{}: no free directory name", root.display()))
+}
+
+/// A `tcpdump` recording one interface to a pcap file (the lab's scenario capture, `--pcap` of
+/// `pn-lab run` and `pn-lab demo`). Started: it listens before [`Capture::start`] returns.
+/// Dropped: killed; [`Capture::finish`] ends it so that the file is complete.
+pub struct Capture {
+    child: Child,
+    path: PathBuf,
+}
+
+impl Capture {
+    /// Start `cmd` (a `tcpdump` command, e.g. from [`NetNs::command`]) on `iface`, writing
+    /// `path`, and wait (deadline 10 s) until tcpdump says it is listening.
+    pub fn start(mut cmd: Command, iface: &str, path: &Path) -> Result<Capture, String> {
+        use std::io::BufRead;
+        let mut child = cmd
+            // --immediate-mode: each frame is handed over as it arrives; without it tcpdump
+            // gets them in blocks (up to a second late) and a SIGTERM drops the last block,
+            // which for a short run was all of it. -Z root: keep the privileges it was started
+            // with, so it can write any path the caller can.
+            .args([
+                "-i",
+                iface,
+                "--immediate-mode",
+                "-U",
+                "-s",
+                "0",
+                "-Z",
+                "root",
+                "-w",
+            ])
+            .arg(path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start tcpdump: {e}"))?;
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        // Reads tcpdump's stderr to its end (so the pipe never fills); the first line that
+        // says "listening on" releases the caller.
+        std::thread::spawn(move || {
+            let mut said = Vec::new();
+            let mut tx = Some(tx);
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if line.contains("listening on") {
+                    if let Some(t) = tx.take() {
+                        let _ = t.send(Ok(()));
+                    }
+                } else if tx.is_some() {
+                    said.push(line);
+                }
+            }
+            if let Some(t) = tx {
+                let _ = t.send(Err(said.join("\n")));
+            }
+        });
+        let mut cap = Capture {
+            child,
+            path: path.to_path_buf(),
+        };
+        match rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(Ok(())) => Ok(cap),
+            Ok(Err(said)) => {
+                let _ = cap.child.wait();
+                Err(format!("tcpdump on {iface} ended: {said}"))
+            }
+            Err(_) => Err(format!("tcpdump on {iface}: not listening within 10 s")),
+        }
+    }
+
+    /// Stop tcpdump (SIGTERM: it flushes the file), wait for it, return the pcap's path.
+    pub fn finish(mut self) -> PathBuf {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let _ = self.child.wait();
+        self.path.clone()
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
 impl Drop for Lab {
     fn drop(&mut self) {
         let _ = self.stop_device(false);
-        if let Some(mut c) = self.capture.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        self.capture.take();
     }
 }
 

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use pn_lab::scenario::{run::run, Scenario};
+use pn_lab::scenario::run::{default_artifacts_dir, run_with, RunOptions};
+use pn_lab::scenario::Scenario;
 
 /// Device and controller in network namespaces: the demo, scenarios, benchmarks, soak.
 #[derive(Parser, Debug)]
@@ -17,21 +18,33 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// The device (host namespace, dashboard at http://127.0.0.1:18840) in data exchange with
-    /// the controller simulator; Ctrl-C stops (root).
+    /// the controller simulator; when the AR ends it says why and reconnects; Ctrl-C stops
+    /// (root).
     Demo {
         /// Stop after this many seconds.
         #[arg(long)]
         seconds: Option<u64>,
+        /// Record the link (the device's side) to this pcap file for the whole run.
+        #[arg(long, value_name = "FILE")]
+        pcap: Option<PathBuf>,
     },
     /// Validate scenario files.
     Check {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
-    /// Run scenario files (root: namespaces).
+    /// Run scenario files (root: namespaces). A failed scenario keeps its capture and the
+    /// device's log in ./pn-lab-failures/<scenario>-<UTC time>/ (the path is printed).
     Run {
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Record the link (the controller's side) to this pcap file for the whole run (one
+        /// scenario file only).
+        #[arg(long, value_name = "FILE")]
+        pcap: Option<PathBuf>,
+        /// Where failed scenarios keep their capture and log (default ./pn-lab-failures).
+        #[arg(long, value_name = "DIR")]
+        artifacts: Option<PathBuf>,
     },
     /// Performance benchmarks (docs/benchmarks.md; root).
     #[command(subcommand)]
@@ -49,8 +62,8 @@ fn main() -> ExitCode {
         Cmd::Bench(b) => pn_lab::bench::main(&b),
         Cmd::Soak(s) => pn_lab::soak::main(&s),
         Cmd::Sim(s) => pn_lab::sim::main(&s),
-        Cmd::Demo { seconds } => {
-            match pn_lab::demo::run(seconds.map(std::time::Duration::from_secs)) {
+        Cmd::Demo { seconds, pcap } => {
+            match pn_lab::demo::run(seconds.map(std::time::Duration::from_secs), pcap.as_deref()) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("pn-lab demo: {e}");
@@ -58,12 +71,28 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Cmd::Check { files } => scenarios(&files, false),
-        Cmd::Run { files } => scenarios(&files, true),
+        Cmd::Check { files } => scenarios(&files, None),
+        Cmd::Run {
+            files,
+            pcap,
+            artifacts,
+        } => {
+            if pcap.is_some() && files.len() > 1 {
+                eprintln!("pn-lab run: --pcap records one run: give one scenario file");
+                return ExitCode::from(2);
+            }
+            let o = RunOptions {
+                pcap,
+                artifacts: artifacts.unwrap_or_else(default_artifacts_dir),
+                ..RunOptions::default()
+            };
+            scenarios(&files, Some(&o))
+        }
     }
 }
 
-fn scenarios(files: &[PathBuf], execute: bool) -> ExitCode {
+/// Check (`run` = None) or run the scenario files.
+fn scenarios(files: &[PathBuf], run: Option<&RunOptions>) -> ExitCode {
     let mut failed = 0;
     for f in files {
         let sc = match Scenario::load(f) {
@@ -74,12 +103,17 @@ fn scenarios(files: &[PathBuf], execute: bool) -> ExitCode {
                 continue;
             }
         };
-        if !execute {
+        let Some(o) = run else {
             println!("ok  {} ({} steps)", f.display(), sc.steps.len());
             continue;
-        }
-        match run(&sc) {
-            Ok(()) => println!("ok    {}", f.display()),
+        };
+        match run_with(&sc, o) {
+            Ok(()) => {
+                println!("ok    {}", f.display());
+                if let Some(p) = &o.pcap {
+                    println!("capture: {}", p.display());
+                }
+            }
             Err(e) => {
                 println!("FAIL  {}\n{e}", f.display());
                 failed += 1;

@@ -1,8 +1,22 @@
 //! The golden files really guard the responses: a scenario fails when its golden file is
 //! deleted or when a response field differs from it.
 
-use pn_lab::scenario::run::{golden_dir, run_with_golden, scenarios_dir};
+use pn_lab::scenario::run::{golden_dir, run_with, scenarios_dir, RunOptions};
 use pn_lab::scenario::Scenario;
+
+/// The scenario against the golden files under `root`; the failed runs' artifacts go to a
+/// scratch directory, not under the current directory.
+fn run_with_golden(sc: &Scenario, root: &std::path::Path) -> Result<(), String> {
+    let scratch = tempfile::tempdir().unwrap();
+    run_with(
+        sc,
+        &RunOptions {
+            golden_root: root.to_path_buf(),
+            artifacts: scratch.path().to_path_buf(),
+            ..RunOptions::default()
+        },
+    )
+}
 
 fn copy_golden(name: &str, to: &std::path::Path) {
     let from = golden_dir().join(name);

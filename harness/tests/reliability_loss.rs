@@ -391,8 +391,9 @@ fn ar_ends_only_when_data_hold_factor_frames_are_lost_and_comes_back() {
     // pattern). 4 of 8 always end it.
     if !errors.is_empty() {
         // The device's log (its watchdog and abort messages) for the report.
-        if let Some(p) = rig.lab.keep_artifacts("reliability_loss") {
-            eprintln!("device log kept beside {}", p.display());
+        let root = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("lab-failures");
+        if let Some(p) = rig.lab.keep_artifacts(&root, "reliability_loss") {
+            eprintln!("device log and capture kept in {}", p.display());
         }
     }
     assert!(errors.is_empty(), "{errors:#?}");

@@ -3,7 +3,8 @@
 //! namespaces, so the fixed API port never clashes. The capture of every run then goes through
 //! tshark (no malformed frame, no expert warning).
 
-use pn_lab::scenario::{run::run_and_check_capture, Scenario};
+use pn_lab::scenario::run::{run_with, RunOptions};
+use pn_lab::scenario::Scenario;
 use rstest::rstest;
 use std::path::PathBuf;
 
@@ -13,5 +14,11 @@ fn scenario(#[files("../scenarios/**/*.toml")] path: PathBuf) {
     if !pn_testkit::env::require_root() || !pn_testkit::env::require_tshark() {
         return;
     }
-    run_and_check_capture(&sc).unwrap_or_else(|e| panic!("{e}"));
+    let o = RunOptions {
+        check_capture: true,
+        // A failed run's capture and device log: under target/, never in the source tree.
+        artifacts: PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lab-failures"),
+        ..RunOptions::default()
+    };
+    run_with(&sc, &o).unwrap_or_else(|e| panic!("{e}"));
 }

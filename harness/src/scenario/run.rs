@@ -47,27 +47,48 @@ struct Run<'a> {
     vars: BTreeMap<String, Json>,
 }
 
+/// What a run does beyond its steps.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Golden snapshots are taken from `golden_root/<scenario>/` (tests of the harness itself
+    /// point it at a scratch copy).
+    pub golden_root: PathBuf,
+    /// Pass the capture of the whole run (controller side: DCP, RT, alarms, PNIO-CM) through
+    /// tshark, Wireshark's dissectors as an independent decoder: no frame may be malformed or
+    /// carry an expert item of severity Warning or above. Checksums are not judged: the veth
+    /// pair leaves them to an offload that never happens.
+    pub check_capture: bool,
+    /// Copy the capture of the whole run here (passed or failed).
+    pub pcap: Option<PathBuf>,
+    /// A failed run keeps its capture and the device's log in a new directory
+    /// `<artifacts>/<scenario>-<UTC timestamp>/`, named in the error.
+    pub artifacts: PathBuf,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            golden_root: golden_dir(),
+            check_capture: false,
+            pcap: None,
+            artifacts: default_artifacts_dir(),
+        }
+    }
+}
+
+/// `./pn-lab-failures`: failed runs keep their artifacts under the current directory.
+pub fn default_artifacts_dir() -> PathBuf {
+    PathBuf::from("pn-lab-failures")
+}
+
 /// Run `sc` from set-up to the last step. On failure the error names the scenario file, the
-/// step and the cause; the capture and the device log are kept under `target/lab-failures/`.
+/// step, the cause and the directory that keeps the capture and the device log.
 pub fn run(sc: &Scenario) -> Result<(), String> {
-    run_with_golden(sc, &golden_dir())
+    run_with(sc, &RunOptions::default())
 }
 
-/// [`run`], then the capture of the whole run (controller side: DCP, RT, alarms, PNIO-CM)
-/// through tshark, Wireshark's dissectors as an independent decoder: no frame may be
-/// malformed or carry an expert item of severity Warning or above. Checksums are not judged:
-/// the veth pair leaves them to an offload that never happens.
-pub fn run_and_check_capture(sc: &Scenario) -> Result<(), String> {
-    run_inner(sc, &golden_dir(), true)
-}
-
-/// [`run`] with golden snapshots taken from `golden_root/<scenario>/` (tests of the harness
-/// itself point it at a scratch copy).
-pub fn run_with_golden(sc: &Scenario, golden_root: &Path) -> Result<(), String> {
-    run_inner(sc, golden_root, false)
-}
-
-fn run_inner(sc: &Scenario, golden_root: &Path, check_capture: bool) -> Result<(), String> {
+/// [`run`] with options.
+pub fn run_with(sc: &Scenario, o: &RunOptions) -> Result<(), String> {
     let opts = LabOptions {
         api_key: sc.device.api_key.clone(),
         licence: licence(&sc.device.licence),
@@ -86,16 +107,21 @@ fn run_inner(sc: &Scenario, golden_root: &Path, check_capture: bool) -> Result<(
     vars.insert("nic".to_string(), Json::String(lab.nic().to_string()));
     let mut r = Run {
         sc,
-        golden_root: golden_root.to_path_buf(),
+        golden_root: o.golden_root.clone(),
         peer: None,
         lab,
         vars,
     };
     let mut result = r.all_steps();
-    if result.is_ok() && check_capture {
-        result = r
-            .lab
-            .finish_capture()
+    let pcap = r.lab.finish_capture();
+    if let (Some(to), Some(from)) = (&o.pcap, &pcap) {
+        if let Err(e) = std::fs::copy(from, to) {
+            let e = format!("--pcap {}: {e}", to.display());
+            result = result.and(Err(e));
+        }
+    }
+    if result.is_ok() && o.check_capture {
+        result = pcap
             .ok_or_else(|| "no capture".to_string())
             .and_then(|p| capture_problems(&p))
             .and_then(|problems| match problems.as_slice() {
@@ -109,11 +135,11 @@ fn run_inner(sc: &Scenario, golden_root: &Path, check_capture: bool) -> Result<(
             });
     }
     if let Err(e) = &result {
-        let kept = r.lab.keep_artifacts(&sc.name);
+        let kept = r.lab.keep_artifacts(&o.artifacts, &sc.name);
         return Err(format!(
-            "{e}\n(capture kept at {}; device log:\n{})",
+            "{e}\ncapture and device log kept in: {}\ndevice log:\n{}",
             kept.map(|p| p.display().to_string())
-                .unwrap_or_else(|| "-".into()),
+                .unwrap_or_else(|| format!("- (cannot write under {})", o.artifacts.display())),
             r.lab.device_log()
         ));
     }
