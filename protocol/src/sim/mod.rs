@@ -31,6 +31,7 @@ use crate::wire::pnio::alarm::{AlarmNotificationRepr, AlarmPdu, AlarmPriority, A
 use crate::wire::rt::FrameId;
 
 mod cm;
+mod dcp;
 
 const DEV: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x02]);
 const CTL: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x01]);
@@ -128,6 +129,8 @@ pub struct Report {
     pub rta_timeouts: u64,
     /// ARs the controller established in the connection-management part of the run.
     pub ars_established: u64,
+    /// Identify responses the device sent in the DCP part of the run.
+    pub dcp_identifies_answered: u64,
     /// Invariant violations, with their simulated time.
     pub violations: Vec<String>,
     pub trace: Vec<TraceFrame>,
@@ -487,6 +490,8 @@ pub fn run(cfg: &SimConfig) -> Report {
     }
     // Connection management, after the cyclic part on the same time line.
     cm::run(cfg, &mut rep, end + step);
+    // DCP, after connection management (which takes 35 s of simulated time).
+    dcp::run(cfg, &mut rep, end + step + Duration::from_millis(36_000));
     rep
 }
 
