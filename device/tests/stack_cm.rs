@@ -455,6 +455,9 @@ fn stack_cm_release_is_not_a_fault() {
     d.wait_state("DataExchange");
     let st = peer.release();
     assert!(st.is_ok(), "{st:?}");
+    // The Release is answered by the connection manager; the runtime applies the end through
+    // its event queue right after, so the state is awaited, not read at once.
+    d.wait_state("Aborted");
     let s = d.status();
     assert_eq!(s["state"], "Aborted", "{s}");
     let msg = s["statusMessage"].as_str().unwrap_or("").to_string();
