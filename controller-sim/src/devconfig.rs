@@ -1,17 +1,15 @@
-//! Reader for the device daemon's runtime configuration XML (spec 2.11; format owned by
-//! `pn-device-formats`, `device/formats/src/config.rs`, examples in `device/config/examples/`),
-//! so the controller can connect to a pn-device from the very file the device was started with.
-//!
-//! Items read: `StationName`, `VendorID`, `DeviceID`, `SendClock` (ms), `IpAddress`,
-//! `SlotLayout/Module` (`Slot`, `ModuleIdentNumber`) and `Module/Submodule` (`Subslot`,
-//! `SubmoduleIdentNumber`, `InputLength`, `OutputLength`); each as an attribute or a child
-//! element, numbers decimal or `0x` hex.
+//! The device daemon's runtime configuration XML (spec 2.11) as the controller needs it, so
+//! the controller can connect to a pn-device from the very file the device was started with.
+//! The format is read by its one parser, `pn-device-formats` (`device/formats/src/config.rs`);
+//! this file only maps it onto the controller's device model.
 //!
 //! Direction: in that file `InputLength` is data the controller sends to the device (the
 //! device API's I area) and `OutputLength` data the device sends to the controller. In the
 //! controller's PROFINET terms these are the submodule's **output** and **input** lengths.
 
 use std::net::Ipv4Addr;
+
+use pn_device_formats::config::RuntimeConfig;
 
 use crate::model::{DeviceModel, Module, Submodule};
 
@@ -25,96 +23,44 @@ pub struct DeviceConfig {
     pub ip: Option<Ipv4Addr>,
 }
 
-fn parse_num(s: &str) -> Option<u64> {
-    let s = s.trim();
-    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        u64::from_str_radix(h, 16).ok()
-    } else {
-        s.parse().ok()
-    }
-}
-
-fn child<'a, 'i>(n: roxmltree::Node<'a, 'i>, name: &str) -> Option<roxmltree::Node<'a, 'i>> {
-    n.children()
-        .find(|c| c.is_element() && c.tag_name().name() == name)
-}
-
-fn item(n: roxmltree::Node<'_, '_>, name: &str) -> Option<String> {
-    n.attribute(name)
-        .map(|s| s.trim().to_string())
-        .or_else(|| child(n, name).map(|c| c.text().unwrap_or("").trim().to_string()))
-}
-
-fn num<T: TryFrom<u64>>(
-    n: roxmltree::Node<'_, '_>,
-    name: &str,
-    default: Option<T>,
-) -> Result<T, String> {
-    match item(n, name) {
-        None => default.ok_or_else(|| format!("<{}> lacks {name}", n.tag_name().name())),
-        Some(v) => parse_num(&v)
-            .and_then(|x| T::try_from(x).ok())
-            .ok_or_else(|| format!("{name} '{v}' is not a valid number")),
-    }
-}
-
 impl DeviceConfig {
+    /// Read the device's configuration with the device's own parser and rules
+    /// (`pn_device_formats::config::RuntimeConfig`): one reader of the format, so a file the
+    /// device refuses is refused here too, with the same message.
     pub fn parse(text: &str) -> Result<DeviceConfig, String> {
-        let doc = roxmltree::Document::parse(text).map_err(|e| format!("XML error: {e}"))?;
-        let root = doc.root_element();
-        let station_name = item(root, "StationName").unwrap_or_default();
-        let vendor_id: u16 = num(root, "VendorID", None)?;
-        let device_id: u16 = num(root, "DeviceID", None)?;
-        let send_clock_ms: u16 = num(root, "SendClock", Some(1))?;
-        let ip = child(root, "Network")
-            .and_then(|n| item(n, "IpAddress"))
-            .or_else(|| item(root, "IpAddress"))
-            .filter(|s| !s.is_empty())
-            .map(|s| {
-                s.parse::<Ipv4Addr>()
-                    .map_err(|_| format!("IpAddress '{s}'"))
+        let c = RuntimeConfig::parse(text, "device configuration")?;
+        let modules = c
+            .modules
+            .iter()
+            .map(|m| Module {
+                slot: m.slot,
+                ident: m.ident,
+                submodules: m
+                    .submodules
+                    .iter()
+                    .map(|s| Submodule {
+                        subslot: s.subslot,
+                        ident: s.ident,
+                        // Device terms -> PROFINET terms (see module docs).
+                        output_len: s.input_length,
+                        input_len: s.output_length,
+                        params: Vec::new(),
+                    })
+                    .collect(),
             })
-            .transpose()?;
-        let layout = child(root, "SlotLayout").ok_or("missing SlotLayout")?;
-        let mut modules = Vec::new();
-        for m in layout
-            .children()
-            .filter(|c| c.is_element() && c.tag_name().name() == "Module")
-        {
-            let slot: u16 = num(m, "Slot", None)?;
-            let ident: u32 = num(m, "ModuleIdentNumber", None)?;
-            let mut subs = Vec::new();
-            for s in m
-                .children()
-                .filter(|c| c.is_element() && c.tag_name().name() == "Submodule")
-            {
-                subs.push(Submodule {
-                    subslot: num(s, "Subslot", None)?,
-                    ident: num(s, "SubmoduleIdentNumber", None)?,
-                    // Device terms -> PROFINET terms (see module docs).
-                    output_len: num(s, "InputLength", Some(0))?,
-                    input_len: num(s, "OutputLength", Some(0))?,
-                    params: Vec::new(),
-                });
-            }
-            modules.push(Module {
-                slot,
-                ident,
-                submodules: subs,
-            });
-        }
+            .collect();
         let mut model = DeviceModel {
-            station_name,
-            vendor_id,
-            device_id,
+            station_name: c.station_name,
+            vendor_id: c.vendor_id,
+            device_id: c.device_id,
             api: 0,
             modules,
         };
         model.validate()?;
         Ok(DeviceConfig {
             model,
-            send_clock_ms,
-            ip,
+            send_clock_ms: c.send_clock_ms,
+            ip: (!c.ip.is_unspecified()).then_some(c.ip),
         })
     }
 

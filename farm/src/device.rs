@@ -556,7 +556,9 @@ impl FarmDevice {
                 );
                 self.cm.end_io_ar(
                     &msg,
-                    Some(abort_reason::status(abort_reason::AR_CONSUMER_DHT_EXPIRED)),
+                    Some(abort_reason::status(
+                        pn_protocol::machine::data_hold::ABORT_REASON,
+                    )),
                     EndCause::Fault,
                 );
                 self.shared
@@ -628,18 +630,8 @@ impl FarmDevice {
                 AlarmOutcome::Received { .. } => {
                     k.alarms_received.fetch_add(1, Ordering::Relaxed);
                 }
-                AlarmOutcome::TransportFailed(reason) => {
-                    if end.is_none() {
-                        let st = abort_reason::status(abort_reason::AR_ALARM_SEND_CNF_NEG);
-                        end = Some((reason, st, EndCause::Fault));
-                    }
-                }
-                AlarmOutcome::ControllerAborted(st) => {
-                    let reason = format!(
-                        "the controller ended the AR with ERR-RTA {}",
-                        abort_reason::status_text(st)
-                    );
-                    end = Some((reason, st, EndCause::AbortedByController));
+                AlarmOutcome::TransportFailed(_) | AlarmOutcome::ControllerAborted(_) => {
+                    end = AlarmOutcome::first_end(end, o.ar_end());
                 }
             }
         }

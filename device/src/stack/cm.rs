@@ -584,20 +584,8 @@ impl Cm {
                         ),
                     });
                 }
-                AlarmOutcome::TransportFailed(reason) => {
-                    if end.is_none() {
-                        let st = abort_reason::status(abort_reason::AR_ALARM_SEND_CNF_NEG);
-                        end = Some((reason, st, EndCause::Fault));
-                    }
-                }
-                AlarmOutcome::ControllerAborted(st) => {
-                    // The controller's own decision, not a fault of this device: its reason
-                    // is reported as such and answered back (as p-net does).
-                    let reason = format!(
-                        "the controller ended the AR with ERR-RTA {}",
-                        abort_reason::status_text(st)
-                    );
-                    end = Some((reason, st, EndCause::AbortedByController));
+                AlarmOutcome::TransportFailed(_) | AlarmOutcome::ControllerAborted(_) => {
+                    end = AlarmOutcome::first_end(end, o.ar_end());
                 }
             }
         }

@@ -9,6 +9,7 @@
 //! them (`pf_alarm.c`, `pf_alarm_send_diagnosis`: low priority for diagnosis/process alarms
 //! unless the AlarmCR requests "priority" ... only process alarms use high).
 
+use crate::machine::cmdev::EndCause;
 use crate::machine::rta::{RtaConfig, RtaEvent, RtaMachine};
 use crate::time::Instant;
 use crate::wire::ethernet::{ethertype, EthernetRepr, MacAddr, VlanTag};
@@ -39,6 +40,45 @@ pub enum AlarmOutcome {
     TransportFailed(String),
     /// The controller ended the AR with its ERR-RTA-PDU (this status).
     ControllerAborted(PnioStatus),
+}
+
+impl AlarmOutcome {
+    /// The end of the AR this outcome means, if any: (reason in words, the ERR-RTA status to
+    /// send or answer back, who ended it). The transport giving up is the device's fault
+    /// (AR_ALARM_SEND_CNF_NEG); the controller's ERR-RTA is its own decision, answered with its
+    /// own reason (as p-net does).
+    pub fn ar_end(&self) -> Option<(String, PnioStatus, EndCause)> {
+        use crate::wire::rta::abort_reason;
+        match self {
+            AlarmOutcome::TransportFailed(reason) => Some((
+                reason.clone(),
+                abort_reason::status(abort_reason::AR_ALARM_SEND_CNF_NEG),
+                EndCause::Fault,
+            )),
+            AlarmOutcome::ControllerAborted(st) => Some((
+                format!(
+                    "the controller ended the AR with ERR-RTA {}",
+                    abort_reason::status_text(*st)
+                ),
+                *st,
+                EndCause::AbortedByController,
+            )),
+            _ => None,
+        }
+    }
+
+    /// Of two ends in one poll, the one to report: the controller's own decision wins over a
+    /// transport failure, else the first.
+    pub fn first_end(
+        current: Option<(String, PnioStatus, EndCause)>,
+        next: Option<(String, PnioStatus, EndCause)>,
+    ) -> Option<(String, PnioStatus, EndCause)> {
+        match (current, next) {
+            (Some(c), Some(n)) if n.2 == EndCause::AbortedByController && c.2 != n.2 => Some(n),
+            (Some(c), _) => Some(c),
+            (None, n) => n,
+        }
+    }
 }
 
 /// The AlarmCR of one AR.
@@ -333,5 +373,34 @@ mod tests {
         assert_eq!(rta.dst_endpoint, 7);
         assert_eq!(rta.pdu_type, RtaPduType::Err);
         assert_eq!(&rta.var_part[..4], &[0xCF, 0x81, 0xFD, 0x05]);
+    }
+}
+
+#[cfg(test)]
+mod end_tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_that_end_the_ar_say_why_and_the_controllers_decision_wins() {
+        let st = PnioStatus::new(0xCF, 0x81, 0xFD, 0x0D);
+        let failed = AlarmOutcome::TransportFailed("no acknowledgement".into()).ar_end();
+        let aborted = AlarmOutcome::ControllerAborted(st).ar_end();
+        assert_eq!(failed.as_ref().unwrap().1.error_code2, 0x08);
+        assert_eq!(failed.as_ref().unwrap().2, EndCause::Fault);
+        let (reason, status, cause) = aborted.clone().unwrap();
+        assert!(reason.starts_with("the controller ended the AR with ERR-RTA CF 81 FD 0D"));
+        assert_eq!((status, cause), (st, EndCause::AbortedByController));
+        let received = AlarmOutcome::Received {
+            alarm_type: 1,
+            slot: 1,
+            subslot: 1,
+        };
+        assert!(received.ar_end().is_none());
+        assert_eq!(
+            AlarmOutcome::first_end(failed.clone(), aborted.clone()),
+            aborted
+        );
+        assert_eq!(AlarmOutcome::first_end(aborted.clone(), failed), aborted);
+        assert_eq!(AlarmOutcome::first_end(None, None), None);
     }
 }
