@@ -20,13 +20,13 @@ cargo check -p pn-device --bins
 echo "== build (binaries the integration tests start)"
 cargo build --workspace --bins $HOOKS
 
-echo "== cargo test --workspace"
-# Most integration tests wait on the network, not the CPU: more test threads than cores.
-# `--test-threads` is a libtest flag: criterion's bench harness rejects it, so the benches run
-# in their own step (criterion's test mode runs every benchmark once). --no-fail-fast: one
-# failing test binary must not hide the results of the others.
-cargo test --workspace $HOOKS --no-fail-fast --lib --bins --tests --examples -- --test-threads 4
+echo "== the workspace's tests (cargo nextest)"
+# One pool of test processes over all the test binaries (.config/nextest.toml says why and
+# which tests are grouped or started first); the benches and doctests run below with cargo test
+# (nextest runs neither).
+cargo nextest run --workspace $HOOKS --lib --bins --tests --examples
 echo "== benches in test mode (each benchmark runs once)"
+# criterion's harness rejects libtest's flags, so no --test-threads here.
 cargo test --workspace $HOOKS --no-fail-fast --benches
 cargo test --workspace $HOOKS --doc
 
