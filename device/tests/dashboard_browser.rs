@@ -12,7 +12,9 @@
 //! Stop/Start, reload, the timer, a reset behind its confirmation; the states Aborted,
 //! ConfigError and Stopped said in words; with an API key the page opens through `pnctl
 //! dashboard`; a stopped service is shown as unreachable (and recovers).
-//! Screenshots: `docs/img/dashboard-*.png` (committed: written by this test).
+//! Screenshots: `target/dashboard-browser/dashboard-*.png` on every run; with
+//! `PN_UPDATE_SCREENSHOTS=1` into `docs/img/` (the committed ones), so that a test run leaves
+//! the work tree as it found it.
 //!
 //! Needs root, `chromium` and `chromium-driver` (Debian packages): under CI=true a missing
 //! prerequisite fails the test.
@@ -40,9 +42,16 @@ fn prerequisites() -> bool {
         )
 }
 
-/// Screenshots of the page go with the documentation.
+/// Screenshots of the page: the documentation's copies are renewed only on request.
 fn shots() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/img")
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = if std::env::var_os("PN_UPDATE_SCREENSHOTS").is_some() {
+        root.join("docs/img")
+    } else {
+        root.join("target/dashboard-browser")
+    };
+    std::fs::create_dir_all(&dir).expect("screenshot directory");
+    dir
 }
 
 /// Everything the page shows, read from the DOM.
