@@ -75,6 +75,10 @@ struct IoAr {
     /// (the data-hold supervision starts with that frame; until then it is bounded by
     /// [`first_frame_timeout`]).
     awaiting_first_frame_since: Option<Instant>,
+    /// The controller's first output frame arrived, possibly before data exchange (a
+    /// controller provides from its Connect on, and its frames may overtake the
+    /// ApplicationReady confirmation): data exchange then starts without a first-frame bound.
+    output_frame_seen: bool,
 }
 
 struct SupervisorAr {
@@ -183,9 +187,12 @@ impl<P> Cmdev<P> {
     }
 
     /// The consumer saw the controller's first valid output frame (CPM FRUN -> RUN): the
-    /// data-hold supervision has taken over from the first-frame bound.
+    /// data-hold supervision has taken over from the first-frame bound. Valid in any phase of
+    /// the AR and idempotent, so that a shell may report the first frame once, whenever it
+    /// arrives (before or after ApplicationReady), or on every poll.
     pub fn handle_first_output_frame(&mut self) {
         if let Some(ar) = self.io_ar.as_mut() {
+            ar.output_frame_seen = true;
             ar.awaiting_first_frame_since = None;
         }
     }
@@ -321,7 +328,7 @@ impl<P> Cmdev<P> {
         };
         ar.phase = ArPhase::Data;
         ar.app_ready = None;
-        ar.awaiting_first_frame_since = Some(now);
+        ar.awaiting_first_frame_since = (!ar.output_frame_seen).then_some(now);
         self.events
             .push_back(CmdevEvent::DataExchange { ar: ar.req.clone() });
     }
@@ -553,6 +560,7 @@ impl<P> Cmdev<P> {
                     data_hold: plan.data_hold,
                     app_ready: None,
                     awaiting_first_frame_since: None,
+                    output_frame_seen: false,
                 });
                 self.events.push_back(CmdevEvent::IoArConnected {
                     ar: arb,

@@ -395,6 +395,27 @@ fn the_first_output_frame_hands_supervision_to_the_data_hold_watchdog() {
     assert!(r.events().is_empty());
 }
 
+/// A controller provides from its Connect on: its first output frame may arrive before the
+/// ApplicationReady confirmation. A shell that reports the first frame once, when it arrives
+/// (pn-farm's I/O loop), must not get a first-frame watchdog end after data exchange began.
+/// (Found by `pn-lab bench scale --farm`: 4 of 16 farm devices tripped 1 s after
+/// ApplicationReady although the controller's frames were flowing.)
+#[test]
+fn a_first_output_frame_before_application_ready_counts_for_data_exchange() {
+    let mut r = Rig::new();
+    assert!(r.connect().status.is_ok());
+    assert!(r.prm_end().status.is_ok());
+    r.m.handle_first_output_frame();
+    let call = r.app_ready_call();
+    r.answer(&call, PnioStatus::OK);
+    r.advance(first_frame_timeout(DHT) + t(10_000));
+    assert!(r.m.io_ar().is_some(), "{:?}", r.events());
+    assert!(!r
+        .events()
+        .iter()
+        .any(|e| matches!(e, CmdevEvent::IoArEnded { .. })));
+}
+
 #[test]
 fn release_ends_the_ar_as_the_controllers_decision_without_err_rta() {
     let mut r = Rig::new();
