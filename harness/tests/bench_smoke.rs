@@ -5,42 +5,50 @@
 
 use std::process::Command;
 
-#[test]
-fn bench_cycle_runs_and_reports() {
+/// Runs `pn-lab bench ARGS --json FILE` and returns its JSON report and its output; `None`
+/// when the test cannot run here (not root, outside CI).
+fn bench(args: &[&str]) -> Option<(serde_json::Value, String)> {
     if !pn_testkit::env::require_root() {
-        return;
+        return None;
     }
     let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("cycle.json");
+    let json = dir.path().join("report.json");
     let out = Command::new(env!("CARGO_BIN_EXE_pn-lab"))
-        .args([
-            "bench",
-            "cycle",
-            "--periods",
-            "1000",
-            "--load",
-            "0",
-            "--hires",
-            "on",
-            "--seconds",
-            "2",
-            "--json",
-        ])
+        .arg("bench")
+        .args(args)
+        .arg("--json")
         .arg(&json)
         .output()
         .expect("run pn-lab");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "pn-lab bench cycle failed:\n{stdout}\n{stderr}"
+        "pn-lab bench {args:?} failed:\n{stdout}\n{stderr}"
     );
+    let v = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    Some((v, stdout))
+}
+
+#[test]
+fn bench_cycle_runs_and_reports() {
+    let Some((v, stdout)) = bench(&[
+        "cycle",
+        "--periods",
+        "1000",
+        "--load",
+        "0",
+        "--hires",
+        "on",
+        "--seconds",
+        "2",
+    ]) else {
+        return;
+    };
     assert!(
         stdout.contains("| 1000 us | idle | on | - | device |"),
         "{stdout}"
     );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let results = v["results"].as_array().expect("results array");
     assert_eq!(results.len(), 1, "{v}");
     let r = &results[0];
@@ -68,4 +76,38 @@ fn bench_cycle_runs_and_reports() {
     }
     assert!(r["device_rss_kb"].as_u64().unwrap_or(0) > 0, "{r}");
     assert!(v["machine"].as_str().unwrap().contains("nproc"));
+}
+
+/// `pn-lab bench scale --farm`: one pn-farm process with 4 devices, driven by the controller
+/// library for 3 s at 4 ms. Asserted: every AR connected, every device's stream recorded on
+/// the wire, the farm counted as one process holding 4 devices, and the report complete.
+#[test]
+fn bench_scale_drives_the_farm() {
+    let Some((r, _)) = bench(&[
+        "scale",
+        "--farm",
+        "--devices",
+        "4",
+        "--period-us",
+        "4000",
+        "--dhf",
+        "8",
+        "--seconds",
+        "3",
+        "--idle-seconds",
+        "1",
+    ]) else {
+        return;
+    };
+    assert_eq!(r["farm"], true, "{r}");
+    assert_eq!(r["devices"], 4, "{r}");
+    assert_eq!(r["connected"], 4, "{r}");
+    assert_eq!(r["devices_per_process"], 4, "{r}");
+    let per = r["per_device"].as_array().expect("per_device");
+    assert_eq!(per.len(), 4, "one device stream per farm device: {r}");
+    for s in per {
+        assert!(s["frames"].as_u64().unwrap_or(0) > 0, "{r}");
+    }
+    assert!(r["bare"]["frames"].as_u64().unwrap_or(0) > 0, "{r}");
+    assert!(r["devices_rss_kb_max"].as_u64().unwrap_or(0) > 0, "{r}");
 }

@@ -156,8 +156,17 @@ pub struct LatencyArgs {
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ScaleArgs {
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=200))]
+    /// Devices: up to 200 `pn-device` processes, or up to 1024 with --farm.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub devices: u64,
+    /// The devices are one `pn-farm` process on one veth instead of a `pn-device` process
+    /// each (--hires does not apply: the farm's I/O loop has its own timer).
+    #[arg(long)]
+    pub farm: bool,
+    /// Keep the devices' logs and configurations (the directory is printed) instead of
+    /// removing them at the end.
+    #[arg(long)]
+    pub keep_logs: bool,
     #[arg(long, default_value_t = 1000)]
     pub period_us: u64,
     #[arg(long, default_value_t = 30)]

@@ -1,7 +1,8 @@
 //! `pn-lab bench scale`: one controller process (the controller library in this process, one
 //! raw socket, one cyclic thread) driving N devices, each a separate `pn-device` process in its
-//! own namespace, joined by a bridge in the controller namespace. The bare sender runs in the
-//! first device namespace beside that device. Reported: per-device interval statistics on the
+//! own namespace, joined by a bridge in the controller namespace, or (`--farm`) one `pn-farm`
+//! process emulating the N devices on one veth (`scale/side.rs`). The bare sender runs in the
+//! first device namespace beside that device (the farm's namespace). Reported: per-device interval statistics on the
 //! wire (worst and median), watchdog trips on both sides, and the bare sender's gaps.
 //!
 //! Phases: (1) all daemons idle (no AR) for `--idle-seconds`: their CPU time per thread name
@@ -15,17 +16,15 @@
 //! the bare sender's gaps and the window are in the JSON, to be judged with another window).
 
 use super::recorder::{Kind, Recorder};
-use super::rig::{config_xml, cpu_pct, sibling_binary, ChildGuard};
+use super::rig::{cpu_pct, sibling_binary, ChildGuard};
 use super::stats::{intervals, IntervalStats};
 use super::{nap, raw, stopped, write_json, OnOff, ScaleArgs};
-use crate::lab::{device_binary, write_licence, Licence, API};
 use pn_controller::{
     ArConfig, ArHandle, ArState, Controller, ControllerConfig, DeviceConfig, Event, RealtimeOptions,
 };
-use pn_testkit::netns::{NetNs, Veth};
-use serde_json::json;
+use pn_testkit::netns::NetNs;
+use side::Side;
 use std::collections::{BTreeMap, HashMap};
-use std::net::Ipv4Addr;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -113,15 +112,6 @@ fn print_thread_use(label: &str, v: &[ThreadUse]) {
     }
 }
 
-/// CLOCK_REALTIME ns of the tracing timestamps (`2026-11-23T22:10:00.123456Z`) of the lines of
-/// `log` that report a watchdog trip of the device.
-fn device_trip_times(log: &str) -> Vec<u64> {
-    log.lines()
-        .filter(|l| l.contains("watchdog") && l.contains("data-hold"))
-        .filter_map(|l| parse_rfc3339_ns(l.split_whitespace().next()?))
-        .collect()
-}
-
 /// `YYYY-MM-DDTHH:MM:SS[.frac]Z` (UTC) to Unix ns.
 fn parse_rfc3339_ns(s: &str) -> Option<u64> {
     let t = humantime::parse_rfc3339(s).ok()?;
@@ -134,34 +124,6 @@ fn parse_rfc3339_ns(s: &str) -> Option<u64> {
 fn bare_gap_near(bare: &[u64], t: u64, min_gap_ns: u64, window_ns: u64) -> bool {
     bare.windows(2)
         .any(|w| w[1] - w[0] >= min_gap_ns && w[1] + window_ns >= t && w[0] <= t + 10_000_000)
-}
-
-struct Dev {
-    // Drop order: process, then the link, then the namespace.
-    _proc: ChildGuard,
-    _veth: Veth,
-    ns: NetNs,
-    ip: Ipv4Addr,
-    xml: String,
-    nic: String,
-    pid: u32,
-}
-
-fn http_get(ns: &NetNs, path: &'static str) -> Option<serde_json::Value> {
-    ns.enter(move || {
-        let r = pn_testkit::http::request(
-            API.parse().expect("addr"),
-            "GET",
-            path,
-            &[],
-            None,
-            Duration::from_secs(5),
-        )
-        .ok()?;
-        serde_json::from_slice(&r.body).ok()
-    })
-    .ok()
-    .flatten()
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -183,7 +145,12 @@ pub struct ScaleResult {
     pub total_gaps_over_3: u64,
     pub devices_total_cpu_pct: f64,
     pub this_process_cpu_pct: Option<f64>,
+    /// The largest resident set of a device process, and how many devices one process holds
+    /// (1 for daemons, N for the farm).
     pub devices_rss_kb_max: u64,
+    pub devices_per_process: usize,
+    /// Whether the devices were one `pn-farm` process (`--farm`).
+    pub farm: bool,
     pub recorder_drops: u64,
     pub loadavg_before: f64,
     pub setup_seconds: f64,
@@ -230,8 +197,13 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
     let parallel = opts.connect_parallel as usize;
     let ctl_prio = opts.ctl_prio;
     let hires = opts.hires == OnOff::On;
-    if !(1..=200).contains(&n) {
-        return Err("--devices 1..=200".into());
+    let max = if opts.farm {
+        side::MAX_FARM
+    } else {
+        side::MAX_DAEMONS
+    };
+    if !(1..=max).contains(&n) {
+        return Err(format!("--devices 1..={max}"));
     }
     if !(1..=64).contains(&parallel) {
         return Err("--connect-parallel 1..=64".into());
@@ -241,85 +213,29 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
     }
     println!("machine: {}", raw::machine());
     let loadavg_before = raw::loadavg1();
-    let bin = device_binary()?;
-    let dir = tempfile::Builder::new()
+    let mut dir = tempfile::Builder::new()
         .prefix("pn-bench-scale-")
         .tempdir()
         .map_err(|e| e.to_string())?;
-    write_licence(&dir.path().join("licence.json"), &Licence::Valid)?;
+    if opts.keep_logs {
+        dir.disable_cleanup(true);
+        println!(
+            "device logs and configurations kept in {}",
+            dir.path().display()
+        );
+    }
     let ctl_ns = NetNs::new("bsc")?;
     let br = pn_testkit::netns::unique_name("bsbr");
     ctl_ns.exec_ok(&["ip", "link", "add", &br, "type", "bridge"])?;
     ctl_ns.exec_ok(&["ip", "link", "set", &br, "up"])?;
     ctl_ns.exec_ok(&["ip", "addr", "add", "10.77.0.1/16", "dev", &br])?;
-    let mut devs: Vec<Dev> = Vec::new();
-    let mut logs: Vec<std::path::PathBuf> = Vec::new();
-    for i in 0..n {
-        if stopped() {
-            return Err("interrupted".into());
-        }
-        let ns = NetNs::new("bsd")?;
-        let v = Veth::new("bs", &ctl_ns, &ns)?;
-        ctl_ns.exec_ok(&["ip", "link", "set", &v.a, "master", &br])?;
-        let ip = Ipv4Addr::new(10, 77, 1 + (i / 200) as u8, 10 + (i % 200) as u8);
-        ns.exec_ok(&["ip", "addr", "add", &format!("{ip}/16"), "dev", &v.b])?;
-        let sub = dir.path().join(format!("d{i}"));
-        std::fs::create_dir_all(sub.join("persist")).map_err(|e| e.to_string())?;
-        let xml = config_xml(&format!("bench-dev-{i}"), ip, &v.b);
-        std::fs::write(sub.join("config.xml"), &xml).map_err(|e| e.to_string())?;
-        let settings = json!({
-            "Network": { "DefaultInterfaceName": v.b },
-            "Paths": {
-                "RuntimeConfig": sub.join("config.xml").display().to_string(),
-                "PersistenceDir": sub.join("persist").display().to_string(),
-            },
-            "Licence": { "CertificatePath": dir.path().join("licence.json").display().to_string() },
-            "Runtime": { "AutoStart": true },
-            "Timer": { "HighResolution": hires },
-            "Logging": { "Filter": "warn" },
-        });
-        std::fs::write(sub.join("settings.json"), settings.to_string())
-            .map_err(|e| e.to_string())?;
-        let log = std::fs::File::create(sub.join("device.log")).map_err(|e| e.to_string())?;
-        logs.push(sub.join("device.log"));
-        let child = ns
-            .command(&bin)
-            .arg("--settings")
-            .arg(sub.join("settings.json"))
-            .env_remove("VENDOR_PNET_NIC")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().map_err(|e| e.to_string())?)
-            .stderr(log)
-            .spawn()
-            .map_err(|e| format!("pn-device: {e}"))?;
-        let pid = child.id();
-        devs.push(Dev {
-            _proc: ChildGuard(Some(child)),
-            _veth: v.clone(),
-            nic: v.b.clone(),
-            ns,
-            ip,
-            xml,
-            pid,
-        });
-    }
-    // All devices Initialized.
-    for (i, d) in devs.iter().enumerate() {
-        let end = Instant::now() + Duration::from_secs(60);
-        loop {
-            if stopped() {
-                return Err("interrupted".into());
-            }
-            if http_get(&d.ns, "/api/status").is_some_and(|s| s["state"] == "Initialized") {
-                break;
-            }
-            if Instant::now() > end {
-                return Err(format!("device {i} not Initialized within 60 s"));
-            }
-            nap(Duration::from_millis(50));
-        }
-    }
-    let pids: Vec<u32> = devs.iter().map(|d| d.pid).collect();
+    let devs = if opts.farm {
+        Side::farm(n, dir.path(), &ctl_ns, &br)?
+    } else {
+        Side::daemons(n, dir.path(), &ctl_ns, &br, hires)?
+    };
+    devs.wait_ready()?;
+    let pids = devs.pids();
     // Phase 1: idle daemons (no AR), after a settling second.
     let (idle_threads, idle_secs) = if idle_seconds > 0 {
         nap(Duration::from_secs(1));
@@ -331,7 +247,7 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
         let u = thread_use(&a, &b, secs);
         print_thread_use(
             &format!(
-                "idle ({n} daemons without an AR, {secs:.1} s, loadavg {:.2})",
+                "idle ({n} devices without an AR, {secs:.1} s, loadavg {:.2})",
                 raw::loadavg1()
             ),
             &u,
@@ -392,7 +308,7 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
     let mut ars = Ars(Vec::new(), Some(ctl));
     // Phase 2: connect, `parallel` at a time (each worker takes the next device).
     let mut cfgs = Vec::new();
-    for d in &devs {
+    for d in &devs.targets {
         let model = DeviceConfig::parse(&d.xml)
             .map_err(|e| format!("model: {e}"))?
             .model;
@@ -467,12 +383,12 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
     }
     let bare = {
         let b = sibling_binary("pn-bare-sender")?;
-        let c = devs[0]
-            .ns
+        let (bare_ns, bare_nic) = devs.bare_host();
+        let c = bare_ns
             .command(b)
             .args([
                 "--iface",
-                &devs[0].nic,
+                bare_nic,
                 "--period-us",
                 &period_us.to_string(),
                 "--duration-s",
@@ -486,18 +402,13 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
         ChildGuard(Some(c))
     };
     nap(Duration::from_millis(500));
-    let diag0: Vec<i64> = devs
-        .iter()
-        .map(|d| {
-            http_get(&d.ns, "/api/diag").map_or(0, |j| j["watchdogTrips"].as_i64().unwrap_or(0))
-        })
-        .collect();
+    let trips0 = devs.watchdog_trips();
     let ticks0 = ars.1.as_ref().map(|c| c.tick_stats()).unwrap_or_default();
     rec.clear();
     let drops0 = rec.drops();
-    let cpu0: Vec<Option<u64>> = devs
+    let cpu0: Vec<Option<u64>> = pids
         .iter()
-        .map(|d| raw::cpu_ticks(&format!("/proc/{}", d.pid)))
+        .map(|p| raw::cpu_ticks(&format!("/proc/{p}")))
         .collect();
     let dev_thr0 = threads_of(&pids);
     let me = std::process::id();
@@ -581,28 +492,19 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
     let me1 = raw::cpu_ticks("/proc/self");
     let me_thr1 = threads_of(&[me]);
     let dev_thr1 = threads_of(&pids);
-    let cpu1: Vec<Option<u64>> = devs
+    let cpu1: Vec<Option<u64>> = pids
         .iter()
-        .map(|d| raw::cpu_ticks(&format!("/proc/{}", d.pid)))
+        .map(|p| raw::cpu_ticks(&format!("/proc/{p}")))
         .collect();
     let ticks1 = ars.1.as_ref().map(|c| c.tick_stats()).unwrap_or_default();
     let loadavg_after = raw::loadavg1();
-    let rss_max = devs
-        .iter()
-        .filter_map(|d| raw::vm_rss_kb(d.pid))
-        .max()
-        .unwrap_or(0);
+    let (rss_max, devices_per_process) = devs.rss_max_kb();
     let not_dx = ars
         .0
         .iter()
         .filter(|a| a.state() != ArState::DataExchange)
         .count();
-    let diag1: Vec<i64> = devs
-        .iter()
-        .map(|d| {
-            http_get(&d.ns, "/api/diag").map_or(0, |j| j["watchdogTrips"].as_i64().unwrap_or(0))
-        })
-        .collect();
+    let trips1 = devs.watchdog_trips();
     let bare_report = bare.finish(Duration::from_secs(4));
     ev_stop.store(true, Ordering::Relaxed);
     let _ = ev_thread.join();
@@ -651,16 +553,9 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
         .filter(|(t, e)| matches!(e, Event::WatchdogExpired { .. }) && in_window(*t))
         .map(|(t, _)| *t)
         .collect();
-    let dev_trip_times: Vec<u64> = logs
-        .iter()
-        .filter_map(|p| std::fs::read_to_string(p).ok())
-        .flat_map(|l| {
-            // One trip writes several lines (alarm, AR end): one time per 100 ms.
-            let mut t = device_trip_times(&l);
-            t.sort_unstable();
-            t.dedup_by(|b, a| *b < *a + 100_000_000);
-            t
-        })
+    let dev_trip_times: Vec<u64> = devs
+        .trip_times()
+        .into_iter()
         .filter(|t| in_window(*t))
         .collect();
     let explained = |ts: &[u64]| {
@@ -684,12 +579,14 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
         // aggregate only as a frame count.
         controller_stream: intervals(&ctl_ts, period_ns / (connected.max(1) as u64)),
         bare: intervals(&bare_ts, period_ns),
-        device_watchdog_trips: diag1.iter().sum::<i64>() - diag0.iter().sum::<i64>(),
+        device_watchdog_trips: trips1 - trips0,
         controller_watchdog_expiries: ctl_trip_times.len() as u64,
         ars_not_in_data_exchange: not_dx,
         devices_total_cpu_pct: dev_cpu,
         this_process_cpu_pct: cpu_pct(me0, me1, secs),
         devices_rss_kb_max: rss_max,
+        devices_per_process,
+        farm: opts.farm,
         recorder_drops: rec.drops() - drops0,
         loadavg_before,
         setup_seconds,
@@ -782,6 +679,8 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
     drop(ctl_ns);
     Ok(())
 }
+
+mod side;
 
 #[cfg(test)]
 mod tests;
