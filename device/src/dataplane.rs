@@ -177,20 +177,9 @@ impl std::fmt::Display for ProbeError {
     }
 }
 
-/// Which phase of a start failed; decides the resulting state (spec section 3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StartFailure {
-    /// NIC missing or data-plane open failed -> `ConfigError`, `errorCode` = OS error.
-    DataPlaneOpen,
-    /// Control-plane (stack instance) start failed -> `Stopped`, `errorCode` = `code`.
-    ControlPlane,
-    /// Reuse-path stack start failed -> `Stopped`, `errorCode` = `code`.
-    ReuseStack,
-    /// Reuse-path loop (thread) start failed -> `Stopped`, `errorCode` = 0.
-    ReuseLoop,
-    /// IOCR / start phase failed -> previous state kept, the request fails.
-    StartPhase,
-}
+// Which phase of a start failed is plain data of the service state table (protocol crate),
+// re-exported so the stack's paths stay `crate::dataplane`.
+pub use pn_protocol::machine::service_state::StartFailure;
 
 /// A failed [`DataPlane::start`].
 #[derive(Debug, Clone, PartialEq, Eq)]

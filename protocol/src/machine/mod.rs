@@ -11,3 +11,4 @@ pub mod dcp_responder;
 pub mod lldp;
 pub mod rpc_reassembly;
 pub mod rta;
+pub mod service_state;
