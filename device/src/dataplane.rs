@@ -71,31 +71,9 @@ pub const ETHERTYPE_PROFINET: u16 = 0x8892;
 // stack's paths stay `crate::dataplane`.
 pub use pn_device_formats::config::{Im0Config, ModuleConfig, SubmoduleConfig};
 
-/// Remanent I&M1-4 content (written by the controller over record writes, persisted by the
-/// runtime). Strings are kept exactly as written (space padded as on the wire, trimmed for
-/// display by the API).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ImRemanent {
-    pub tag_function: String,
-    pub tag_location: String,
-    pub date: String,
-    pub descriptor: String,
-    pub signature: Vec<u8>,
-}
-
-/// A record stored by the runtime (written by the controller, persisted across restarts).
-/// `data` is the record data exactly as it was written (for I&M1-4 including the 6-byte
-/// BlockHeader).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StoredRecord {
-    pub slot: u16,
-    pub subslot: u16,
-    pub index: u16,
-    #[serde(with = "crate::util::hex_bytes")]
-    pub data: Vec<u8>,
-}
+// The remanent records and I&M1-4 are the protocol crate's remanent data (one rule of how they
+// change, shared with the simulator), re-exported so the stack's paths stay `crate::dataplane`.
+pub use pn_protocol::machine::remanent::{ImRemanent, StoredRecord};
 
 /// Everything the stack needs to run the device. Built by the runtime at start from the
 /// runtime configuration XML, the service settings and the persisted remanent data.
@@ -177,20 +155,9 @@ impl std::fmt::Display for ProbeError {
     }
 }
 
-/// Which phase of a start failed; decides the resulting state (spec section 3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StartFailure {
-    /// NIC missing or data-plane open failed -> `ConfigError`, `errorCode` = OS error.
-    DataPlaneOpen,
-    /// Control-plane (stack instance) start failed -> `Stopped`, `errorCode` = `code`.
-    ControlPlane,
-    /// Reuse-path stack start failed -> `Stopped`, `errorCode` = `code`.
-    ReuseStack,
-    /// Reuse-path loop (thread) start failed -> `Stopped`, `errorCode` = 0.
-    ReuseLoop,
-    /// IOCR / start phase failed -> previous state kept, the request fails.
-    StartPhase,
-}
+// Which phase of a start failed is plain data of the service state table (protocol crate),
+// re-exported so the stack's paths stay `crate::dataplane`.
+pub use pn_protocol::machine::service_state::StartFailure;
 
 /// A failed [`DataPlane::start`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,16 +190,8 @@ pub mod error_code {
 // Events and commands
 // ------------------------------------------------------------------------------------------
 
-/// Reset modes (DCP ResetToFactory and `POST /api/reset`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum ResetMode {
-    /// Reset communication parameters: station name and IP back to the configuration,
-    /// ARs released. I&M1-4 and records are kept.
-    Communication,
-    /// Everything remanent cleared (name, IP, I&M1-4, records), then as `Communication`.
-    Factory,
-}
+/// Reset modes (DCP ResetToFactory and `POST /api/reset`): the DCP responder's.
+pub use pn_protocol::machine::dcp_responder::ResetMode;
 
 /// Severity of an alarm shown by the API (spec 2.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -27,7 +27,9 @@ pub mod image;
 /// tool and the test lab use it without linking the daemon.
 pub use pn_device_formats::licence;
 pub mod persist;
-pub mod run_state;
+/// The runtime state table (spec section 3) is the protocol crate's, shared with the
+/// simulator; the daemon keeps its name for it.
+pub use pn_protocol::machine::service_state as run_state;
 pub mod runtime;
 #[cfg(feature = "test-hooks")]
 pub mod sim;

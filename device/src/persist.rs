@@ -6,6 +6,10 @@
 //! A file that cannot be parsed is renamed to `remanent.json.corrupt` (kept for inspection),
 //! reported (log + alarm) and factory values are used; the daemon never stops because of it.
 //!
+//! What the data is and how a change changes it (permanent vs temporary DCP Sets, records,
+//! resets, the configuration's name) is the protocol crate's [`pn_protocol::machine::remanent`],
+//! the rule the simulator runs too; this file stores it.
+//!
 //! Every change goes through [`Store::commit`]: the new value is computed from the current
 //! one, written durably, and only then handed back to become the in-memory value. The stack
 //! answers a record write or DCP Set only after that returned (docs/decisions.md, "Remanent
@@ -13,56 +17,14 @@
 //! controller was told, and a failed write changes nothing.
 
 use std::io::Write;
-use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+pub use pn_protocol::machine::remanent::{apply_record, Change, Remanent, StoredIp};
 
-use crate::dataplane::{ImRemanent, ResetMode, StackEvent, StoredRecord};
+use crate::dataplane::StackEvent;
 
 /// File name inside the persistence directory.
 pub const FILE_NAME: &str = "remanent.json";
-
-/// IP parameters stored after a permanent DCP Set IP.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StoredIp {
-    pub ip: Ipv4Addr,
-    pub mask: Ipv4Addr,
-    pub gateway: Ipv4Addr,
-}
-
-/// Everything remanent.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct Remanent {
-    /// File format version (1).
-    pub version: u32,
-    /// A NameOfStation the controller assigned permanently (DCP Set, permanent).
-    pub station_name: Option<String>,
-    /// The NameOfStation was erased (ResetToFactory, or a temporary DCP Set, which erases
-    /// the stored name): without an assigned name the device comes up with an empty one, not
-    /// with the configuration's (docs/decisions.md §21).
-    pub name_cleared: bool,
-    /// The configuration's StationName when it was last taken as the device's name: a new
-    /// configuration with another StationName is the operator's decision and wins over an
-    /// erased or an assigned name (`None` in files written before this field existed).
-    pub config_station_name: Option<String>,
-    pub ip: Option<StoredIp>,
-    pub im: ImRemanent,
-    pub records: Vec<StoredRecord>,
-}
-
-impl Remanent {
-    /// The NameOfStation the device starts with: the assigned one, else empty after an
-    /// erasure, else the configuration's.
-    pub fn start_station_name(&self, config_name: &str) -> String {
-        match (&self.station_name, self.name_cleared) {
-            (Some(n), _) => n.clone(),
-            (None, true) => String::new(),
-            (None, false) => config_name.to_string(),
-        }
-    }
-}
 
 /// Outcome of [`Store::load`].
 #[derive(Debug)]
@@ -221,94 +183,34 @@ fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
-/// One change of the remanent data.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Change {
-    /// DCP Set NameOfStation: `Some` permanent, `None` temporary (erases the stored name,
-    /// docs/decisions.md §13).
-    StationName(Option<String>),
-    /// DCP Set IP: `Some` permanent, `None` temporary (erases the stored suite).
-    Ip(Option<StoredIp>),
-    /// A written record (I&M1-4 or a user record).
-    Record(StoredRecord),
-    /// ResetToFactory / `POST /api/reset`: communication parameters erased, or everything
-    /// (the NameOfStation stays erased: the file keeps that).
-    Reset(ResetMode),
-    /// The configuration in force has this StationName (at start and after a reload): when it
-    /// differs from the one last taken, it becomes the device's name again.
-    ConfigStationName(String),
-}
-
-impl Change {
-    /// The remanent change an event of the stack carries, if any.
-    pub fn of_event(ev: &StackEvent) -> Option<Change> {
-        Some(match ev {
-            StackEvent::DcpNameAssigned { name, permanent } => {
-                Change::StationName(permanent.then(|| name.clone()))
-            }
-            StackEvent::DcpIpAssigned {
-                ip,
-                mask,
-                gateway,
-                permanent,
-                ..
-            } => Change::Ip(permanent.then_some(StoredIp {
-                ip: *ip,
-                mask: *mask,
-                gateway: *gateway,
-            })),
-            StackEvent::DcpResetToFactory { mode, .. } => Change::Reset(*mode),
-            StackEvent::RecordWritten {
-                slot,
-                subslot,
-                index,
-                data,
-            } => Change::Record(StoredRecord {
-                slot: *slot,
-                subslot: *subslot,
-                index: *index,
-                data: data.clone(),
-            }),
-            _ => return None,
-        })
-    }
-
-    /// `current` with this change applied.
-    pub fn applied_to(&self, current: &Remanent) -> Remanent {
-        let mut r = current.clone();
-        match self {
-            Change::StationName(n) => {
-                r.station_name = n.clone();
-                r.name_cleared = n.is_none();
-            }
-            Change::Ip(ip) => r.ip = *ip,
-            Change::Record(rec) => apply_record(&mut r, rec.clone()),
-            Change::Reset(ResetMode::Communication) => {
-                r.station_name = None;
-                r.name_cleared = true;
-                r.ip = None;
-            }
-            Change::Reset(ResetMode::Factory) => {
-                r = Remanent {
-                    name_cleared: true,
-                    config_station_name: current.config_station_name.clone(),
-                    ..Remanent::default()
-                }
-            }
-            Change::ConfigStationName(name) => {
-                if r.config_station_name.as_deref() != Some(name.as_str()) {
-                    // A first record (older file) changes nothing else; a changed
-                    // configuration brings its name back.
-                    if r.config_station_name.is_some() {
-                        r.station_name = None;
-                        r.name_cleared = false;
-                    }
-                    r.config_station_name = Some(name.clone());
-                }
-            }
+/// The remanent change an event of the stack carries, if any (the DCP Sets by the protocol
+/// crate's rule of which are kept).
+pub fn change_of_event(ev: &StackEvent) -> Option<Change> {
+    Some(match ev {
+        StackEvent::DcpNameAssigned { name, permanent } => {
+            Change::station_name_set(name, *permanent)
         }
-        r
-    }
+        StackEvent::DcpIpAssigned {
+            ip,
+            mask,
+            gateway,
+            permanent,
+            ..
+        } => Change::ip_set(*ip, *mask, *gateway, *permanent),
+        StackEvent::DcpResetToFactory { mode, .. } => Change::Reset(*mode),
+        StackEvent::RecordWritten {
+            slot,
+            subslot,
+            index,
+            data,
+        } => Change::Record(pn_protocol::machine::remanent::StoredRecord {
+            slot: *slot,
+            subslot: *subslot,
+            index: *index,
+            data: data.clone(),
+        }),
+        _ => return None,
+    })
 }
 
 impl Store {
@@ -340,32 +242,10 @@ impl Store {
     }
 }
 
-/// Apply a record write to the remanent data: replace a record with the same address, and for
-/// I&M1-4 (index 0xAFF1..0xAFF4) decode the fields (data including the 6-byte BlockHeader).
-pub fn apply_record(r: &mut Remanent, rec: StoredRecord) {
-    let body = rec.data.get(6..).unwrap_or(&[]);
-    let text = |b: &[u8]| String::from_utf8_lossy(b).to_string();
-    match rec.index {
-        0xAFF1 => {
-            r.im.tag_function = text(body.get(..32.min(body.len())).unwrap_or(&[]));
-            r.im.tag_location = text(body.get(32..54.min(body.len()).max(32)).unwrap_or(&[]));
-        }
-        0xAFF2 => r.im.date = text(body.get(..16.min(body.len())).unwrap_or(&[])),
-        0xAFF3 => r.im.descriptor = text(body.get(..54.min(body.len())).unwrap_or(&[])),
-        0xAFF4 => r.im.signature = body.get(..54.min(body.len())).unwrap_or(&[]).to_vec(),
-        _ => {}
-    }
-    r.records
-        .retain(|x| !(x.slot == rec.slot && x.subslot == rec.subslot && x.index == rec.index));
-    r.records.push(rec);
-    r.records.sort_by_key(|x| (x.slot, x.subslot, x.index));
-    // Bound the store: at most 256 records are kept (oldest addresses beyond are dropped).
-    r.records.truncate(256);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dataplane::{ResetMode, StoredRecord};
 
     #[test]
     fn named_stores_of_one_directory_keep_to_their_own_files() {
@@ -482,41 +362,6 @@ mod tests {
                 ..factory
             }
         );
-    }
-
-    /// The NameOfStation a start uses (docs/decisions.md §21): the configuration's until the
-    /// name is assigned or erased; empty after ResetToFactory or a temporary Set; the
-    /// configuration's again when the configuration's StationName changes.
-    #[test]
-    fn station_name_rules() {
-        let apply = |r: &Remanent, c: Change| c.applied_to(r);
-        let fresh = apply(
-            &Remanent::default(),
-            Change::ConfigStationName("cfg".into()),
-        );
-        assert_eq!(fresh.start_station_name("cfg"), "cfg");
-        let assigned = apply(&fresh, Change::StationName(Some("plc-given".into())));
-        assert_eq!(assigned.start_station_name("cfg"), "plc-given");
-        // The same configuration at the next start changes nothing.
-        let again = apply(&assigned, Change::ConfigStationName("cfg".into()));
-        assert_eq!(again, assigned);
-        let temporary = apply(&assigned, Change::StationName(None));
-        assert_eq!(temporary.start_station_name("cfg"), "");
-        for mode in [ResetMode::Communication, ResetMode::Factory] {
-            let reset = apply(&assigned, Change::Reset(mode));
-            assert_eq!(reset.start_station_name("cfg"), "", "{mode:?}");
-            let same_cfg = apply(&reset, Change::ConfigStationName("cfg".into()));
-            assert_eq!(same_cfg.start_station_name("cfg"), "", "{mode:?}");
-            let new_cfg = apply(&reset, Change::ConfigStationName("cfg2".into()));
-            assert_eq!(new_cfg.start_station_name("cfg2"), "cfg2", "{mode:?}");
-        }
-        // A file from before the field existed keeps its assigned name.
-        let old = Remanent {
-            station_name: Some("kept".into()),
-            ..Remanent::default()
-        };
-        let upgraded = apply(&old, Change::ConfigStationName("cfg".into()));
-        assert_eq!(upgraded.start_station_name("cfg"), "kept");
     }
 
     /// The same store made unwritable (its directory reached through a symlink swapped to a

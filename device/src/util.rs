@@ -16,20 +16,6 @@ pub fn parse_hex(s: &str) -> Option<Vec<u8>> {
     hex::decode(s).ok()
 }
 
-/// Serde adapter: `Vec<u8>` as a lower-case hex string.
-pub mod hex_bytes {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&hex::encode(v))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
-        let s = String::deserialize(d)?;
-        hex::decode(&s).map_err(serde::de::Error::custom)
-    }
-}
-
 /// Current time as RFC 3339 UTC with millisecond precision, e.g. `2026-11-23T17:25:27.123Z`
 /// (the format of every `timestamp` and `occurredAt`, docs/decisions.md).
 pub fn now_rfc3339() -> String {

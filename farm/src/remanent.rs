@@ -69,7 +69,7 @@ impl DeviceStore {
 
     /// Make the remanent part of `ev` durable (nothing to do for other events).
     pub fn commit(&self, ev: &StackEvent) -> Result<(), String> {
-        let Some(change) = Change::of_event(ev) else {
+        let Some(change) = pn_device::persist::change_of_event(ev) else {
             return Ok(());
         };
         let mut cur = self.current.lock().unwrap_or_else(|p| p.into_inner());
@@ -107,7 +107,7 @@ impl DeviceStore {
 /// `cfg` as the device starts with remanent data `r` (pn-device's `build_stack_config`).
 pub fn apply(cfg: &mut StackConfig, r: &Remanent) {
     cfg.station_name = r.start_station_name(&cfg.station_name);
-    let ip = r.ip.unwrap_or(StoredIp {
+    let ip = r.start_ip(StoredIp {
         ip: cfg.ip,
         mask: cfg.mask,
         gateway: cfg.gateway,

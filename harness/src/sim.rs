@@ -43,6 +43,14 @@ pub enum PlantArg {
     LostWriteOnFlap,
     /// The device ends an AR whose controller went silent with the wrong abort reason.
     WrongAbortReason,
+    /// The service takes an AR's data exchange without asking the state table.
+    LateExchangeTaken,
+    /// The licence recheck finds the licence invalid and leaves the slave running.
+    LicenceRecheckIgnored,
+    /// The device stores a temporary DCP Set NameOfStation as a permanent one.
+    TemporaryNameKept,
+    /// The device's LLDP agent is not told about a new NameOfStation.
+    LldpStaleName,
 }
 
 impl From<PlantArg> for Plant {
@@ -52,6 +60,10 @@ impl From<PlantArg> for Plant {
             PlantArg::LoseOneAlarm => Plant::LoseOneAlarm,
             PlantArg::LostWriteOnFlap => Plant::LostWriteOnFlap,
             PlantArg::WrongAbortReason => Plant::WrongAbortReason,
+            PlantArg::LateExchangeTaken => Plant::LateExchangeTaken,
+            PlantArg::LicenceRecheckIgnored => Plant::LicenceRecheckIgnored,
+            PlantArg::TemporaryNameKept => Plant::TemporaryNameKept,
+            PlantArg::LldpStaleName => Plant::LldpStaleName,
         }
     }
 }

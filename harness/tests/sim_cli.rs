@@ -2,7 +2,7 @@
 //! holds the invariants (exit 0), a planted bug is caught (exit 1 with the violation in
 //! words), the same seed prints the same run twice, and the link it writes as a pcap is
 //! clean to tshark, an independent dissector (the alarm frames carry real AlarmNotification
-//! blocks, not placeholders).
+//! blocks, not placeholders; the LLDPDUs are the device's LLDP agent's).
 
 use std::process::Command;
 
@@ -79,15 +79,17 @@ fn the_simulated_link_is_clean_to_tshark() {
     assert_eq!(code, Some(0), "{out}");
     let pkts = pn_testkit::tshark::dissect_file(&pcap, &[]).unwrap();
     assert!(pkts.len() > 1000, "{} frames", pkts.len());
-    let (mut alarms, mut cm) = (0, 0);
+    let (mut alarms, mut cm, mut lldp) = (0, 0, 0);
     for (i, p) in pkts.iter().enumerate() {
         p.assert_clean(&format!("simulated frame {}", i + 1));
         let protos = p.protocols();
-        // RT frames (cyclic, alarms) and the connection management's DCE/RPC datagrams.
+        // RT frames (cyclic, alarms, DCP), the connection management's DCE/RPC datagrams and
+        // the service part's LLDPDUs.
         assert!(
-            protos.contains("pn_rt") || protos.contains("dcerpc"),
+            protos.contains("pn_rt") || protos.contains("dcerpc") || protos.contains("lldp"),
             "{protos}"
         );
+        lldp += usize::from(protos.contains("lldp"));
         if protos.contains("pn_io") && p.field("pn_io.alarm_type").is_some() {
             alarms += 1;
         }
@@ -98,4 +100,5 @@ fn the_simulated_link_is_clean_to_tshark() {
     }
     assert!(alarms > 0, "no AlarmNotification among the frames");
     assert!(cm > 0, "no PNIO-CM call among the datagrams");
+    assert!(lldp > 0, "no LLDPDU among the frames");
 }

@@ -9,7 +9,7 @@ impl Runtime {
     /// before the stack answers the request; the event itself follows through the sink and
     /// updates the status (it does not touch the remanent data again).
     pub fn commit_event(&self, ev: &StackEvent) -> Result<(), String> {
-        match persist::Change::of_event(ev) {
+        match persist::change_of_event(ev) {
             // On a stack thread: the alarm goes through the event queue (the state lock must
             // not be taken here, see the `remanent` field).
             Some(c) => self.commit_remanent(&c).inspect_err(|msg| {
@@ -210,7 +210,7 @@ impl Runtime {
     pub(super) fn build_stack_config(&self, sh: &Shared, nic: &str) -> StackConfig {
         let c = &sh.config;
         let rem = self.remanent_guard();
-        let ip = rem.ip.unwrap_or(StoredIp {
+        let ip = rem.start_ip(StoredIp {
             ip: c.ip,
             mask: c.mask,
             gateway: c.gateway,

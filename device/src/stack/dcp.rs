@@ -11,18 +11,7 @@ pub use pn_protocol::machine::dcp_responder::{
     HELLO_INTERVAL, MAX_DELAYED,
 };
 
-use crate::dataplane::{EventSink, ResetMode, StackEvent};
-
-impl From<pn_protocol::machine::dcp_responder::ResetMode> for ResetMode {
-    fn from(m: pn_protocol::machine::dcp_responder::ResetMode) -> Self {
-        match m {
-            pn_protocol::machine::dcp_responder::ResetMode::Communication => {
-                ResetMode::Communication
-            }
-            pn_protocol::machine::dcp_responder::ResetMode::Factory => ResetMode::Factory,
-        }
-    }
-}
+use crate::dataplane::{EventSink, StackEvent};
 
 /// The runtime event of a DCP event, where one exists (`IpAssigned` needs the apply result).
 pub fn to_stack_event(ev: &DcpEvent, ip_applied: Option<Result<(), String>>) -> Option<StackEvent> {
@@ -46,7 +35,7 @@ pub fn to_stack_event(ev: &DcpEvent, ip_applied: Option<Result<(), String>>) -> 
         DcpEvent::Signal => StackEvent::DcpSignal,
         DcpEvent::ResetToFactory { qualifier, mode } => StackEvent::DcpResetToFactory {
             qualifier: *qualifier,
-            mode: (*mode).into(),
+            mode: *mode,
         },
         DcpEvent::AbortArs { .. } => return None,
     })

@@ -52,12 +52,15 @@ use crate::wire::dcp::{
 };
 use crate::wire::ethernet::MacAddr;
 
-/// What a ResetToFactory resets.
+/// What a ResetToFactory (or the daemon's `POST /api/reset`) resets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
 pub enum ResetMode {
-    /// The communication parameters (NameOfStation, IP suite).
+    /// The communication parameters (NameOfStation, IP suite): back to the configuration, ARs
+    /// released. I&M1-4 and records are kept.
     Communication,
-    /// All stored data.
+    /// All stored data (name, IP, I&M1-4, records), then as `Communication`.
     Factory,
 }
 

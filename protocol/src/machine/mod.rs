@@ -9,5 +9,7 @@ pub mod data_hold;
 pub mod dcp_delay;
 pub mod dcp_responder;
 pub mod lldp;
+pub mod remanent;
 pub mod rpc_reassembly;
 pub mod rta;
+pub mod service_state;

@@ -17,8 +17,10 @@
 //! A run is a pure function of its [`SimConfig`]: a failing seed replays step by step
 //! (`pn-lab sim --seed N`), and [`Report::trace`] holds every frame on the link for a pcap.
 //!
-//! Not yet simulated (issue 15): connection management (Connect, PrmEnd, ApplicationReady,
-//! Release), DCP, the runtime's state table, restarts with persistence.
+//! The other parts run after it on the same time line: connection management (`cm.rs`), DCP
+//! (`dcp.rs`) and the device service (`service.rs`: the runtime state table, the licence
+//! recheck, restarts from the remanent data, LLDP). Not yet simulated: ResetToFactory and
+//! reload in the service part, the LLDP neighbour.
 
 use crate::machine::cyclic::{
     first_frame_timeout, Consumer, ConsumerEvent, CyclicTiming, Provider,
@@ -32,6 +34,7 @@ use crate::wire::rt::FrameId;
 
 mod cm;
 mod dcp;
+mod service;
 
 const DEV: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x02]);
 const CTL: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x01]);
@@ -52,6 +55,15 @@ pub enum Plant {
     /// The device ends an AR whose controller went silent with CMInitiatorActivityTimeout
     /// instead of the data-hold expiry (a wrong abort reason).
     WrongAbortReason,
+    /// The service takes an AR's data exchange without asking the state table (also a late
+    /// one, after the slave stopped).
+    LateExchangeTaken,
+    /// The service's licence recheck finds the licence invalid and does not stop the slave.
+    LicenceRecheckIgnored,
+    /// The device stores a temporary DCP Set NameOfStation as if it were permanent.
+    TemporaryNameKept,
+    /// The device does not tell its LLDP agent about a new NameOfStation.
+    LldpStaleName,
 }
 
 /// One simulated run.
@@ -491,7 +503,10 @@ pub fn run(cfg: &SimConfig) -> Report {
     // Connection management, after the cyclic part on the same time line.
     cm::run(cfg, &mut rep, end + step);
     // DCP, after connection management (which takes 35 s of simulated time).
-    dcp::run(cfg, &mut rep, end + step + Duration::from_millis(36_000));
+    let dcp_start = end + step + Duration::from_millis(36_000);
+    dcp::run(cfg, &mut rep, dcp_start);
+    // The device service (state table, restarts, licence, LLDP), after DCP (7 s).
+    service::run(cfg, &mut rep, dcp_start + Duration::from_millis(8_000));
     rep
 }
 
@@ -666,5 +681,13 @@ mod tests {
         assert!(caught(Plant::LoseOneAlarm, "alarms sent").is_some());
         assert!(caught(Plant::LostWriteOnFlap, "confirmed record write reads back").is_some());
         assert!(caught(Plant::WrongAbortReason, "not the reason of that cause").is_some());
+        assert!(caught(Plant::LateExchangeTaken, "from a state that does not run").is_some());
+        assert!(caught(Plant::LicenceRecheckIgnored, "the slave still runs").is_some());
+        assert!(caught(
+            Plant::TemporaryNameKept,
+            "after a restart the device starts with"
+        )
+        .is_some());
+        assert!(caught(Plant::LldpStaleName, "the LLDPDU's Port ID is").is_some());
     }
 }

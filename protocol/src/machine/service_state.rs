@@ -1,9 +1,26 @@
-//! The service's states and the one transition function of the spec's section 3 table:
-//! `(state, trigger) -> (state, effects)`. The runtime asks [`transition`] at every point where
-//! the state may change and applies what it returns; the tests below walk the spec's table row
-//! by row. Nothing here does I/O.
+//! The device service's runtime state table: the states and the one transition function of
+//! section 3 of the HTTP contract (`/work/shared/spec/http-interface.md`, "states and
+//! transitions"): `(state, trigger) -> (state, effects)`. This is the product's own service
+//! state (what `GET /api/status` reports), not a PROFINET standard role; it lives here so that
+//! the daemon (`device/src/runtime/`) and the simulator (`sim/service.rs`) run the same table.
+//! The runtime asks [`transition`] at every point where the state may change and applies what
+//! it returns; the tests below walk the spec's table row by row. Nothing here does I/O.
 
-use crate::dataplane::StartFailure;
+/// Which phase of a start failed; decides the resulting state (spec section 3). Plain data:
+/// the daemon's data plane reports it, the simulator draws it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartFailure {
+    /// NIC missing or data-plane open failed -> `ConfigError`, `errorCode` = OS error.
+    DataPlaneOpen,
+    /// Control-plane (stack instance) start failed -> `Stopped`, `errorCode` = `code`.
+    ControlPlane,
+    /// Reuse-path stack start failed -> `Stopped`, `errorCode` = `code`.
+    ReuseStack,
+    /// Reuse-path loop (thread) start failed -> `Stopped`, `errorCode` = 0.
+    ReuseLoop,
+    /// IOCR / start phase failed -> previous state kept, the request fails.
+    StartPhase,
+}
 
 /// Runtime states (spec section 3). Wire form: the variant name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
