@@ -183,3 +183,17 @@ fn port_submodules_declare_nothing() {
         "{x}"
     );
 }
+
+#[test]
+fn the_declared_records_are_keyed_by_slot_subslot_and_index() {
+    let c = parse(RECORD).unwrap();
+    let t = declared_records(&c.modules);
+    assert_eq!(t.get(1, 1, 0x100).map(|r| r.length), Some(4));
+    assert!(t.get(1, 2, 0x100).is_none() && t.get(0, 1, 0x100).is_none());
+    let a = pn_protocol::wire::pnio::record::RecordAddress::new(0, 1, 1, 0x100);
+    assert_eq!(
+        t.check(&a, &[0, 0, 1, 1]).unwrap_err().in_words(),
+        "DF 80 B8 00 (Write: access: invalid parameter)"
+    );
+    assert!(declared_records(&parse("").unwrap().modules).is_empty());
+}
