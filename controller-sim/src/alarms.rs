@@ -100,20 +100,7 @@ impl AlarmRecord {
 }
 
 fn error_name(t: u16) -> &'static str {
-    use pn_protocol::wire::pnio::diagnosis::channel_error_type as c;
-    match t {
-        c::SHORT_CIRCUIT => "short circuit",
-        c::UNDERVOLTAGE => "undervoltage",
-        c::OVERVOLTAGE => "overvoltage",
-        c::OVERLOAD => "overload",
-        c::OVERTEMPERATURE => "overtemperature",
-        c::LINE_BREAK => "line break",
-        c::UPPER_LIMIT_EXCEEDED => "upper limit exceeded",
-        c::LOWER_LIMIT_EXCEEDED => "lower limit exceeded",
-        c::ERROR => "error",
-        c::REMOTE_MISMATCH => "remote mismatch",
-        _ => "other",
-    }
+    pn_protocol::wire::pnio::diagnosis::channel_error_type::name(t).unwrap_or("other")
 }
 
 fn channel(ch: u16, p: ChannelProperties, err: u16) -> String {

@@ -32,8 +32,15 @@
 //!   subslot (`FixedInSubslots`): the device builds its layout from the configuration, so the
 //!   engineering tool must place exactly that. Modules with the same ModuleIdentNumber must have
 //!   the same submodules (one `ModuleItem` serves all their slots).
-//! * IO data as one `OctetString` item per direction and submodule (Length = bytes), with
-//!   "All items consistency".
+//! * IO data: the submodule's declared items (`<InputItems>`/`<OutputItems>` of the
+//!   configuration: `DataItem`s with their types, `UseAsBits` and `BitDataItem`s where bits are
+//!   named), else one `OctetString` item per direction (Length = bytes); "All items
+//!   consistency" either way.
+//! * Parameter records: a `RecordDataList` with one `ParameterRecordDataItem` per declared
+//!   record, a `Ref` per field with its type (`Bit`/`BitArea` for bit fields), default and
+//!   allowed values, the same declaration CMDEV checks Writes against.
+//! * A `ChannelDiagList` naming the standard ChannelErrorTypes (the protocol crate's table),
+//!   so an engineering tool shows the device's diagnosis in words.
 //! * `Writeable_IM_Records` from the configured I&M supported bits (I&M1..4).
 //! * A device symbol (`Graphics`/`GraphicsList`): a 70 × 40 pixel BMP, the size engineering
 //!   tools show in their catalogue and network view, written beside the XML by `pn-gsdml`
@@ -48,6 +55,8 @@ use pn_protocol::machine::cmdev::connect::ConnectLimits;
 
 use crate::config::RuntimeConfig;
 use crate::dataplane::ModuleConfig;
+
+mod items;
 
 /// GSDML schema version of the generated file (also in the file name).
 pub const SCHEMA_VERSION: &str = "V2.43";
@@ -257,37 +266,6 @@ impl Texts {
     }
 }
 
-fn io_data(out: &mut String, ind: &str, to_plc: u16, from_plc: u16, id: &str, t: &mut Texts) {
-    if to_plc == 0 && from_plc == 0 {
-        let _ = writeln!(out, "{ind}<IOData/>");
-        return;
-    }
-    let _ = writeln!(out, "{ind}<IOData>");
-    if to_plc > 0 {
-        let tid = t.add(
-            &format!("TOK_{id}_In"),
-            &format!("{to_plc} bytes from the device"),
-        );
-        let _ = writeln!(
-            out,
-            "{ind}  <Input Consistency=\"All items consistency\">\n{ind}    <DataItem \
-             DataType=\"OctetString\" Length=\"{to_plc}\" TextId=\"{tid}\"/>\n{ind}  </Input>"
-        );
-    }
-    if from_plc > 0 {
-        let tid = t.add(
-            &format!("TOK_{id}_Out"),
-            &format!("{from_plc} bytes to the device"),
-        );
-        let _ = writeln!(
-            out,
-            "{ind}  <Output Consistency=\"All items consistency\">\n{ind}    <DataItem \
-             DataType=\"OctetString\" Length=\"{from_plc}\" TextId=\"{tid}\"/>\n{ind}  </Output>"
-        );
-    }
-    let _ = writeln!(out, "{ind}</IOData>");
-}
-
 /// Generate the GSDML text for `cfg`. Deterministic (no date inside), UTF-8.
 pub fn generate(cfg: &RuntimeConfig, opts: &GsdmlOptions) -> Result<String, String> {
     let dap = cfg
@@ -447,14 +425,8 @@ pub fn generate(cfg: &RuntimeConfig, opts: &GsdmlOptions) -> Result<String, Stri
              FixedInSubslots=\"{}\" MayIssueProcessAlarm=\"false\"{im}>",
             s.ident, s.subslot
         );
-        io_data(
-            &mut x,
-            "              ",
-            s.output_length,
-            s.input_length,
-            &id,
-            &mut t,
-        );
+        items::io_data(&mut x, "              ", s, &id, &mut t);
+        items::record_data_list(&mut x, "              ", &s.records, &id, &mut t);
         let _ = writeln!(
             x,
             "              <ModuleInfo>\n                <Name TextId=\"{dap_name}\"/>\n                \
@@ -535,14 +507,8 @@ pub fn generate(cfg: &RuntimeConfig, opts: &GsdmlOptions) -> Result<String, Stri
                      FixedInSubslots=\"{}\" MayIssueProcessAlarm=\"true\">",
                     s.ident, s.subslot
                 );
-                io_data(
-                    &mut x,
-                    "              ",
-                    s.output_length,
-                    s.input_length,
-                    &id,
-                    &mut t,
-                );
+                items::io_data(&mut x, "              ", s, &id, &mut t);
+                items::record_data_list(&mut x, "              ", &s.records, &id, &mut t);
                 let _ = writeln!(
                     x,
                     "              <ModuleInfo>\n                <Name TextId=\"{mname}\"/>\n              \
@@ -553,6 +519,7 @@ pub fn generate(cfg: &RuntimeConfig, opts: &GsdmlOptions) -> Result<String, Stri
         }
         x.push_str("      </ModuleList>\n");
     }
+    items::channel_diag_list(&mut x, &mut t);
     let _ = writeln!(
         x,
         "      <GraphicsList>\n        <GraphicItem ID=\"IDG_Device\" GraphicFile=\"{}\"/>\n      \
@@ -610,6 +577,46 @@ mod tests {
             file_name(&cfg, &GsdmlOptions::default(), "20261123"),
             "GSDML-V2.43-pn-device-pn-device-20261123.xml"
         );
+    }
+
+    #[test]
+    fn declared_items_records_and_channel_diagnosis_are_stated() {
+        let p = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/config/examples/typed-io-and-parameters.xml"
+        );
+        let cfg = RuntimeConfig::load(Some(std::path::Path::new(p))).unwrap();
+        let g = generate(&cfg, &GsdmlOptions::default()).unwrap();
+        for want in [
+            // OutputItems (device -> controller) are the GSDML's Input.
+            "<DataItem DataType=\"Unsigned8\" TextId=\"TOK_IDSM_00000040_1_In_1\" \
+             UseAsBits=\"true\">",
+            "<BitDataItem BitOffset=\"7\" TextId=\"TOK_IDSM_00000040_1_In_1_Bit7\"/>",
+            "<Text TextId=\"TOK_IDSM_00000040_1_In_1_Bit7\" Value=\"Fault\"/>",
+            "<DataItem DataType=\"OctetString\" Length=\"3\" TextId=\"TOK_IDSM_00000040_1_In_2\"/>",
+            "<DataItem DataType=\"Integer16\" TextId=\"TOK_IDSM_00000040_1_Out_3\"/>",
+            "<ParameterRecordDataItem Index=\"256\" Length=\"6\">\n                  <Name \
+             TextId=\"TOK_IDSM_00000040_1_Rec256\"/>",
+            "<Ref DataType=\"Unsigned8\" ByteOffset=\"2\" DefaultValue=\"1\" AllowedValues=\"1 2 3\" \
+             Changeable=\"true\" Visible=\"true\" TextId=\"TOK_IDSM_00000040_1_Rec256_2\"/>",
+            "<Ref DataType=\"BitArea\" ByteOffset=\"3\" BitOffset=\"4\" BitLength=\"3\" \
+             DefaultValue=\"2\" AllowedValues=\"0..5\"",
+            "<Ref DataType=\"Integer16\" ByteOffset=\"4\" DefaultValue=\"-20\" \
+             AllowedValues=\"-100..100\"",
+            "<ChannelDiagItem ErrorType=\"6\">\n          <Name TextId=\"IDT_DIAG_6\"/>",
+            "<Text TextId=\"IDT_DIAG_6\" Value=\"Line break\"/>",
+            "<Text TextId=\"TOK_IDSM_00000040_1_Rec256_4\" Value=\"Filter level\"/>",
+        ] {
+            assert!(g.contains(want), "missing {want}\n{g}");
+        }
+        // Undeclared submodules keep one OctetString per direction.
+        let plain = generate(
+            &RuntimeConfig::load(None).unwrap(),
+            &GsdmlOptions::default(),
+        )
+        .unwrap();
+        assert!(plain.contains("DataType=\"OctetString\""));
+        assert!(!plain.contains("RecordDataList"));
     }
 
     #[test]

@@ -109,6 +109,41 @@ for r in refs:
     if head[:2] != b"BM" or struct.unpack("<ii", head[18:26]) != (70, 40):
         problems.append("not a 70 x 40 BMP: " + bmp)
 
+# The declarations: per VirtualSubmoduleItem its DataItems (type, length, bit offsets) and
+# parameter records (index, length, Refs); the ChannelDiagList with its texts.
+text = {t.get("TextId"): t.get("Value") for t in root.iter("{%s}Text" % ns["g"])}
+declared = {}
+for vs in root.iter("{%s}VirtualSubmoduleItem" % ns["g"]):
+    io = {}
+    for d in ["Input", "Output"]:
+        el = vs.find("g:IOData/g:" + d, ns)
+        items = [] if el is None else el.findall("g:DataItem", ns)
+        io[d] = [[i.get("DataType"), i.get("Length"), text[i.get("TextId")],
+                  [[int(b.get("BitOffset")), text[b.get("TextId")]]
+                   for b in i.findall("g:BitDataItem", ns)]] for i in items]
+        for i in items:
+            if (i.get("UseAsBits") == "true") != bool(i.findall("g:BitDataItem", ns)):
+                problems.append("UseAsBits without BitDataItems or the reverse")
+    recs = []
+    for r in vs.findall("g:RecordDataList/g:ParameterRecordDataItem", ns):
+        children = [c.tag.split("}")[1] for c in r]
+        if children[:1] != ["Name"]:
+            problems.append("ParameterRecordDataItem does not start with Name: " + str(children))
+        recs.append([int(r.get("Index")), int(r.get("Length")),
+                     text[r.find("g:Name", ns).get("TextId")],
+                     [[f.get("DataType"), int(f.get("ByteOffset")), f.get("BitOffset"),
+                       f.get("BitLength"), f.get("DefaultValue"), f.get("AllowedValues"),
+                       text[f.get("TextId")]] for f in r.findall("g:Ref", ns)]])
+    order = [c.tag.split("}")[1] for c in vs]
+    if order != sorted(order, key=["IOData", "RecordDataList", "ModuleInfo"].index):
+        problems.append("VirtualSubmoduleItem children out of order: " + str(order))
+    declared[vs.get("ID")] = {"io": io, "records": recs}
+diag = [[int(c.get("ErrorType")), text[c.find("g:Name", ns).get("TextId")]]
+        for c in root.findall(".//g:ChannelDiagList/g:ChannelDiagItem", ns)]
+app = [c.tag.split("}")[1] for c in root.find(".//g:ApplicationProcess", ns)]
+if not app.index("DeviceAccessPointList") < app.index("ChannelDiagList") < app.index("GraphicsList"):
+    problems.append("ChannelDiagList out of place: " + str(app))
+
 dev = g.load_gsdml(path)
 d = dev.get_dap()
 out = {
@@ -126,6 +161,7 @@ out = {
     "startup_mode": ar.get("StartupMode"), "rt_classes": itf.get("SupportedRT_Classes"),
     "protocols": itf.get("SupportedProtocols"),
     "dns_name": dap.get("DNS_CompatibleName"),
+    "declared": declared, "diag": diag,
     "writeable_im": root.find(".//g:DeviceAccessPointItem/g:VirtualSubmoduleList/g:VirtualSubmoduleItem", ns).get("Writeable_IM_Records"),
 }
 print(json.dumps(out))
@@ -217,6 +253,104 @@ fn check_with_profinet_py(cfg_path: Option<&Path>) {
             .map(|s| serde_json::json!([s.ident, s.output_length, s.input_length]))
             .collect();
         assert_eq!(gm["subs"], Value::Array(subs), "{id}");
+        for s in &m.submodules {
+            let sid = format!("IDSM_{:08X}_{}", m.ident, s.subslot);
+            check_declarations(&v["declared"][&sid], s);
+        }
+    }
+    // The channel diagnosis texts: the protocol crate's table, its standard types.
+    let names = pn_protocol::wire::pnio::diagnosis::channel_error_type::NAMES;
+    let diag = v["diag"].as_array().unwrap();
+    let standard: Vec<_> = names.iter().filter(|(t, _)| *t < 0x8000).collect();
+    assert_eq!(diag.len(), standard.len(), "{diag:?}");
+    for (t, name) in standard {
+        let named = |d: &Value| d[0] == *t && d[1].as_str().unwrap().eq_ignore_ascii_case(name);
+        assert!(diag.iter().any(named), "{t}: {diag:?}");
+    }
+    check_controller_writes_the_defaults(&written, &cfg);
+}
+
+/// The GSDML states a submodule's declared items and parameter records as configured
+/// (GSDML Input = the configuration's OutputItems, Output = its InputItems).
+fn check_declarations(got: &Value, s: &pn_device::dataplane::SubmoduleConfig) {
+    use pn_device_formats::items::{IoItem, IoType};
+    use pn_protocol::machine::cmdev::params::FieldKind;
+    let items = |items: &[IoItem]| -> Value {
+        items
+            .iter()
+            .map(|i| {
+                let len = match i.data_type {
+                    IoType::OctetString(n) => Value::from(n.to_string()),
+                    _ => Value::Null,
+                };
+                serde_json::json!([i.data_type.gsdml_name(), len, i.name, i.bits])
+            })
+            .collect()
+    };
+    if !s.output_items.is_empty() {
+        assert_eq!(got["io"]["Input"], items(&s.output_items), "{got}");
+    }
+    if !s.input_items.is_empty() {
+        assert_eq!(got["io"]["Output"], items(&s.input_items), "{got}");
+    }
+    let field = |f: &pn_protocol::machine::cmdev::params::ParamField| {
+        let (dt, bo, bl) = match f.kind {
+            FieldKind::Value(t) => (t.name(), Value::Null, Value::Null),
+            FieldKind::Bits { offset, length: 1 } => {
+                ("Bit", offset.to_string().into(), Value::Null)
+            }
+            FieldKind::Bits { offset, length } => (
+                "BitArea",
+                offset.to_string().into(),
+                length.to_string().into(),
+            ),
+        };
+        let allowed = f.allowed.to_gsdml();
+        let allowed = if allowed.is_empty() {
+            Value::Null
+        } else {
+            allowed.into()
+        };
+        serde_json::json!([
+            dt,
+            f.byte_offset,
+            bo,
+            bl,
+            f.default.to_string(),
+            allowed,
+            f.name
+        ])
+    };
+    let recs: Vec<Value> = s
+        .records
+        .iter()
+        .map(|r| {
+            let refs: Vec<Value> = r.fields.iter().map(field).collect();
+            serde_json::json!([r.index, r.length, r.name, refs])
+        })
+        .collect();
+    assert_eq!(got["records"], Value::Array(recs), "{got}");
+}
+
+/// pn-controller reads the emitted GSDML and writes every declared record with exactly the
+/// defaults the device itself starts with (and its CMDEV check accepts).
+fn check_controller_writes_the_defaults(gsdml: &Path, cfg: &RuntimeConfig) {
+    let g = pn_controller::Gsdml::load(gsdml).unwrap();
+    for m in cfg.modules.iter().filter(|m| m.slot != 0) {
+        let gm = g.module(&format!("IDM_{:08X}", m.ident)).unwrap();
+        for (s, gs) in m.submodules.iter().zip(&gm.submodules) {
+            let want: Vec<(u16, Vec<u8>)> =
+                s.records.iter().map(|r| (r.index, r.defaults())).collect();
+            let got: Vec<(u16, Vec<u8>)> = gs
+                .params
+                .iter()
+                .map(|p| (p.index, p.data.clone()))
+                .collect();
+            assert_eq!(got, want, "slot {} subslot {}", m.slot, s.subslot);
+            for r in &s.records {
+                assert_eq!(r.check(&r.defaults()), Ok(()));
+            }
+        }
     }
 }
 

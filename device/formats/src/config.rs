@@ -7,7 +7,10 @@
 use std::net::Ipv4Addr;
 use std::path::Path;
 
+use pn_protocol::machine::cmdev::params::ParamRecord;
 use serde::{Deserialize, Serialize};
+
+use crate::items::{parse_items, parse_records, IoItem};
 
 /// The embedded default runtime configuration (used when `Paths:RuntimeConfig` is empty). The
 /// file stays beside the examples and settings operators copy (`device/config/`).
@@ -33,7 +36,7 @@ pub fn clamp_area_len(len: usize) -> usize {
 // ------------------------------------------------------------------------------------------
 
 /// One submodule of the device layout (from the runtime configuration XML).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubmoduleConfig {
     /// Subslot number (e.g. 1; DAP: 1, 0x8000 interface, 0x8001.. ports).
@@ -44,6 +47,17 @@ pub struct SubmoduleConfig {
     pub input_length: u16,
     /// Bytes the device sends to the controller for this submodule (Q area of the API).
     pub output_length: u16,
+    /// Typed items of the `input_length` bytes (`<InputItems>`; empty: not declared). The
+    /// declarations are read from the XML only; the JSON views of the layout leave them out.
+    #[serde(skip)]
+    pub input_items: Vec<IoItem>,
+    /// Typed items of the `output_length` bytes (`<OutputItems>`).
+    #[serde(skip)]
+    pub output_items: Vec<IoItem>,
+    /// Declared parameter records (`<ParameterRecord>`): the GSDML offers them, CMDEV checks
+    /// their Writes.
+    #[serde(skip)]
+    pub records: Vec<ParamRecord>,
 }
 
 /// One module (slot) of the device layout.
@@ -128,7 +142,10 @@ fn parse_num(s: &str) -> Option<u64> {
     }
 }
 
-fn child<'a, 'i>(n: roxmltree::Node<'a, 'i>, name: &str) -> Option<roxmltree::Node<'a, 'i>> {
+pub(crate) fn child<'a, 'i>(
+    n: roxmltree::Node<'a, 'i>,
+    name: &str,
+) -> Option<roxmltree::Node<'a, 'i>> {
     n.children()
         .find(|c| c.is_element() && c.tag_name().name() == name)
 }
@@ -144,7 +161,7 @@ fn attr_or_child(n: roxmltree::Node<'_, '_>, name: &str) -> Option<String> {
         .or_else(|| child_text(n, name))
 }
 
-fn num_item<T: TryFrom<u64>>(
+pub(crate) fn num_item<T: TryFrom<u64>>(
     n: roxmltree::Node<'_, '_>,
     name: &str,
     what: &str,
@@ -357,11 +374,26 @@ impl RuntimeConfig {
                 }
                 in_sum += il as usize;
                 out_sum += ol as usize;
+                let input_items = parse_items(s, "InputItems", "InputLength", il, &swhat)?;
+                let output_items = parse_items(s, "OutputItems", "OutputLength", ol, &swhat)?;
+                let records = parse_records(s, &swhat)?;
+                let declares = !(input_items.is_empty() && output_items.is_empty());
+                if subslot >= 0x8000 && (declares || !records.is_empty()) {
+                    // The interface and port submodules are described by the standard (PDev
+                    // records); their GSDML items carry no IO data or user parameters.
+                    return Err(format!(
+                        "{swhat}: interface and port submodules declare no items or parameter \
+                         records"
+                    ));
+                }
                 subs.push(SubmoduleConfig {
                     subslot,
                     ident: sident,
                     input_length: il,
                     output_length: ol,
+                    input_items,
+                    output_items,
+                    records,
                 });
             }
             if subs.is_empty() {

@@ -360,6 +360,7 @@ mod tests {
             ident,
             input_length: i,
             output_length: o,
+            ..Default::default()
         };
         vec![
             ModuleConfig {

@@ -154,6 +154,8 @@ pub fn cmdev_config(cfg: &StackConfig, boot: u32, mac: [u8; 6], seed: [u8; 16]) 
     c.limits = ConnectLimits {
         min_device_interval: cfg.min_device_interval,
     };
+    // The parameter records the configuration declares: CMDEV refuses a wrong length or value.
+    c.param_records = pn_device_formats::items::declared_records(&cfg.modules);
     c
 }
 

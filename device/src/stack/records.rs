@@ -144,9 +144,24 @@ fn im1_4_from_remanent(im: &ImRemanent) -> BTreeMap<u16, Vec<u8>> {
     m
 }
 
+/// The declared parameter records at their defaults: what a Read of one answers until the
+/// controller writes it (the values the GSDML told the engineering tool).
+fn declared_defaults(modules: &[ModuleConfig]) -> BTreeMap<(u16, u16, u16), Vec<u8>> {
+    let mut user = BTreeMap::new();
+    for m in modules {
+        for s in &m.submodules {
+            for r in &s.records {
+                user.insert((m.slot, s.subslot, r.index), r.defaults());
+            }
+        }
+    }
+    user
+}
+
 impl Records {
     pub fn from_config(cfg: &StackConfig) -> Records {
-        let mut user = BTreeMap::new();
+        // A stored value replaces a declared record's defaults.
+        let mut user = declared_defaults(&cfg.modules);
         let mut im_raw = im1_4_from_remanent(&cfg.im);
         for r in &cfg.records {
             if (index::IM1..=index::IM4).contains(&r.index) {

@@ -26,6 +26,7 @@ fn records() -> Records {
                 ident: 2,
                 input_length: 0,
                 output_length: 0,
+                ..Default::default()
             }],
         }],
         diags: vec![],
@@ -155,6 +156,7 @@ fn records_with_ports() -> Records {
             ident: 0x100 + u32::from(subslot & 0xF),
             input_length: 0,
             output_length: 0,
+            ..Default::default()
         });
     }
     r.pdev = PdevLive {
@@ -344,4 +346,29 @@ fn pdev_records_on_the_wrong_submodule_and_written_parameters() {
         assert_eq!(e.to_bytes()[..3], [0xDF, 0x80, 0xB6], "{a:?}");
         assert!(r.read(&a).is_err(), "{a:?}");
     }
+}
+
+#[test]
+fn a_declared_parameter_record_reads_as_its_defaults_until_written() {
+    use pn_protocol::machine::cmdev::params::{
+        Allowed, FieldKind, ParamField, ParamRecord, ParamType,
+    };
+    let mut r = records();
+    r.modules[0].submodules[0].records.push(ParamRecord {
+        index: 0x100,
+        length: 2,
+        name: "Settings".into(),
+        fields: vec![ParamField {
+            name: "Gain".into(),
+            byte_offset: 0,
+            kind: FieldKind::Value(ParamType::Unsigned16),
+            default: 0x0102,
+            allowed: Allowed::default(),
+        }],
+    });
+    r.user = declared_defaults(&r.modules);
+    let a = RecordAddress::new(0, 0, 1, 0x100);
+    assert_eq!(r.read(&a), Ok(vec![0x01, 0x02]));
+    r.write(&a, &[0, 7], |_| Ok(())).unwrap();
+    assert_eq!(r.read(&a), Ok(vec![0, 7]));
 }

@@ -2,6 +2,7 @@
 //! tells the shell ([`CmdevEvent`]) and its fixed parameters ([`CmdevConfig`]).
 
 use super::connect::ConnectLimits;
+use super::params::ParamRecords;
 use crate::time::Duration;
 use crate::wire::pnio::alarm_cr::AlarmCrBlockReq;
 use crate::wire::pnio::ar::ArBlockReq;
@@ -103,6 +104,9 @@ pub struct CmdevConfig {
     /// Seed of the activity UUIDs of our client calls (random in the daemon, fixed in the
     /// simulator so a run replays).
     pub activity_seed: [u8; 16],
+    /// The parameter records the configuration declares: a Write of one is checked (length,
+    /// allowed values) before the application sees it.
+    pub param_records: ParamRecords,
 }
 
 impl CmdevConfig {
@@ -115,6 +119,7 @@ impl CmdevConfig {
             app_ready_retry: Duration::from_millis(1000),
             local_alarm_ref: 0x0001,
             activity_seed,
+            param_records: ParamRecords::default(),
         }
     }
 }

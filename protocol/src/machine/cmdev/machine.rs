@@ -6,7 +6,8 @@
 //!   AR when the controller re-runs the Connect of the same AR, build the response blocks;
 //! * Control: PrmBegin, PrmEnd (-> the device's ApplicationReady client call, retried until
 //!   answered), Release (also as a Control block);
-//! * Read (also implicit) and Write: AR checks, then the application's record store;
+//! * Read (also implicit) and Write: AR checks, a declared parameter record's length and
+//!   values ([`super::params`]), then the application's record store;
 //! * the end of the IO AR: CMInitiatorActivityTimeout before data exchange, no output frame
 //!   after ApplicationReady within the first-frame bound, a negative ApplicationReady answer,
 //!   or a cause the shell reports (watchdog, link, alarm transport, reset, stop).
@@ -700,7 +701,13 @@ impl<P> Cmdev<P> {
             return refuse(cmrpc::AR_UUID_UNKNOWN);
         }
         self.touch_sup(&uuid, now);
-        let mut write = |a: &RecordAddress, d: &[u8]| match app.write_record(a, d) {
+        // A declared parameter record is checked before the application stores it: a refused
+        // value never reaches the record store.
+        let declared = &self.cfg.param_records;
+        let mut write = |a: &RecordAddress, d: &[u8]| match declared
+            .check(a, d)
+            .and_then(|()| app.write_record(a, d))
+        {
             Ok(()) => PnioStatus::OK,
             Err(st) => st,
         };

@@ -460,3 +460,75 @@ fn an_unknown_opnum_is_rejected() {
     let p = RpcPacket::parse(&r.m.poll_transmit().unwrap().bytes).unwrap();
     assert_eq!(p.header.packet_type, PacketType::Reject);
 }
+
+/// A Rig whose configuration declares parameter record 0x100 of slot 1 subslot 1: one
+/// Unsigned8 at byte 0, allowed 1..3 (protocol `params`).
+fn rig_with_declared_record() -> Rig {
+    use crate::machine::cmdev::params::{Allowed, FieldKind, ParamField, ParamRecord, ParamType};
+    let mut cfg = CmdevConfig::new(7, [2, 0, 0, 0, 0, 2], [9; 16]);
+    let field = ParamField {
+        name: "Mode".into(),
+        byte_offset: 0,
+        kind: FieldKind::Value(ParamType::Unsigned8),
+        default: 1,
+        allowed: Allowed(vec![(1, 3)]),
+    };
+    let rec = ParamRecord {
+        index: 0x100,
+        length: 1,
+        name: "Settings".into(),
+        fields: vec![field],
+    };
+    cfg.param_records.insert(1, 1, rec);
+    let mut r = Rig::new();
+    r.m = Cmdev::new(cfg);
+    r
+}
+
+fn write_status(r: &mut Rig, records: &[(u16, &[u8])]) -> Vec<PnioStatus> {
+    use crate::wire::pnio::record::{WriteRecord, WriteReqHeaderRepr, WriteRequest, WriteResponse};
+    let uuid = r.req.ar.ar_uuid.0;
+    let req = if let [(index, data)] = records {
+        WriteRequest::single(1, uuid, RecordAddress::new(0, 1, 1, *index), data.to_vec())
+    } else {
+        let recs = records
+            .iter()
+            .zip(2u16..)
+            .map(|((index, data), seq)| WriteRecord {
+                header: WriteReqHeaderRepr {
+                    seq_number: seq,
+                    ar_uuid: uuid,
+                    address: RecordAddress::new(0, 1, 1, *index),
+                    record_data_length: data.len() as u32,
+                },
+                data: data.to_vec(),
+            })
+            .collect();
+        WriteRequest::multiple(1, uuid, recs)
+    };
+    let resp = r.call(opnum::WRITE, req.unwrap().to_bytes().unwrap());
+    let w = WriteResponse::parse(&resp.data).unwrap();
+    if w.records.is_empty() {
+        vec![w.header.status]
+    } else {
+        w.records.iter().map(|h| h.status).collect()
+    }
+}
+
+#[test]
+fn a_declared_parameter_record_is_checked_before_the_application_stores_it() {
+    let mut r = rig_with_declared_record();
+    r.connect();
+    let bad_value = PnioStatus::new(0xDF, 0x80, 0xB8, 0x00);
+    let bad_length = PnioStatus::new(0xDF, 0x80, 0xB1, 0x00);
+    assert_eq!(write_status(&mut r, &[(0x100, &[4])]), vec![bad_value]);
+    assert_eq!(write_status(&mut r, &[(0x100, &[1, 0])]), vec![bad_length]);
+    assert!(r.app.records.is_empty(), "a refused value is not stored");
+    assert_eq!(write_status(&mut r, &[(0x100, &[3])]), vec![PnioStatus::OK]);
+    assert_eq!(r.app.records.get(&0x100), Some(&vec![3]));
+    // MultipleWrite: each record answered on its own; an undeclared index passes to the app.
+    let st = write_status(&mut r, &[(0x100, &[0]), (0x101, &[0xFF])]);
+    assert_eq!(st, vec![bad_value, PnioStatus::OK]);
+    assert_eq!(r.app.records.get(&0x100), Some(&vec![3]));
+    assert_eq!(r.app.records.get(&0x101), Some(&vec![0xFF]));
+}

@@ -5,12 +5,14 @@
 //! * [`connect`]: the checks of a Connect request and the FrameIDs of its response;
 //! * [`api`]: what the machine asks of the application and tells the shell;
 //! * [`machine`]: the CMDEV machine itself ([`Cmdev`]): an AR's life from Connect to its end;
-//! * [`cmrpc`]: the RPC server under it (CMRPC): reassembly, retransmitted calls, PING, ACK.
+//! * [`cmrpc`]: the RPC server under it (CMRPC): reassembly, retransmitted calls, PING, ACK;
+//! * [`params`]: the declared parameter records a Write is checked against.
 
 pub mod api;
 pub mod cmrpc;
 pub mod connect;
 pub mod machine;
+pub mod params;
 
 pub use api::{CmdevApp, CmdevConfig, CmdevEvent, EndCause, IoArPlan};
 pub use cmrpc::{Datagram, MAX_FRAGMENT_BODY};

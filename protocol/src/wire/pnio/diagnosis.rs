@@ -56,6 +56,26 @@ pub mod channel_error_type {
     pub const LOWER_LIMIT_EXCEEDED: u16 = 0x0008;
     pub const ERROR: u16 = 0x0009;
     pub const REMOTE_MISMATCH: u16 = 0x8001;
+
+    /// The types above in words: the one table every place that names a ChannelErrorType
+    /// uses (pn-controller's alarm output, the GSDML's `ChannelDiagList`).
+    pub const NAMES: [(u16, &str); 10] = [
+        (SHORT_CIRCUIT, "short circuit"),
+        (UNDERVOLTAGE, "undervoltage"),
+        (OVERVOLTAGE, "overvoltage"),
+        (OVERLOAD, "overload"),
+        (OVERTEMPERATURE, "overtemperature"),
+        (LINE_BREAK, "line break"),
+        (UPPER_LIMIT_EXCEEDED, "upper limit exceeded"),
+        (LOWER_LIMIT_EXCEEDED, "lower limit exceeded"),
+        (ERROR, "error"),
+        (REMOTE_MISMATCH, "remote mismatch"),
+    ];
+
+    /// The name of a ChannelErrorType of [`NAMES`].
+    pub fn name(t: u16) -> Option<&'static str> {
+        NAMES.iter().find(|(v, _)| *v == t).map(|(_, n)| *n)
+    }
 }
 
 /// ChannelProperties.Specifier.
