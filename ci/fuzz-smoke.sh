@@ -7,6 +7,7 @@
 #   named TARGETs are looked up in FUZZ_DIR (default protocol/fuzz).
 # Env:  FUZZ_DIR        one cargo-fuzz project to run (default: protocol/fuzz and device/fuzz)
 #       FUZZ_KEEP_GOING=1 run the remaining targets after a failing one
+#       FUZZ_JOBS       targets run at a time (default 1; more than 1 always runs every target)
 #       FUZZ_LOG_DIR    where per-target libFuzzer logs go (default: a temp dir, printed)
 #       FUZZ_WORK_DIR   where new corpus entries go (default: a temp dir); the committed seed
 #                       corpus <project>/corpus/<target> is only read, never written.
@@ -15,6 +16,7 @@
 set -euo pipefail
 
 secs="${1:-20}"
+jobs="${FUZZ_JOBS:-1}"
 shift || true
 root="$(cd "$(dirname "$0")/.." && pwd)"
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -35,6 +37,31 @@ work_dir="${FUZZ_WORK_DIR:-$(mktemp -d -t pn-fuzz-work.XXXXXX)}"
 mkdir -p "$log_dir" "$work_dir"
 echo "logs: $log_dir"
 
+# One target for $secs seconds in the current project; prints one line, and on a failure the
+# lines of its log that say why.
+run_one() {
+    local t="$1" start end res runs cov
+    mkdir -p "$work_dir/$t" "corpus/$t"
+    start=$(date +%s)
+    if cargo fuzz run -a "$t" "$work_dir/$t" "corpus/$t" -- \
+        -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+        >"$log_dir/$t.log" 2>&1; then
+        res=ok
+    else
+        res=FAILED
+    fi
+    end=$(date +%s)
+    runs=$(grep -Eo '^Done [0-9]+ runs in [0-9]+ second' "$log_dir/$t.log" | tail -1 || true)
+    cov=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log_dir/$t.log" | tail -1 || true)
+    echo "$t: $res, $((end - start)) s wall; $runs; $cov"
+    if [ "$res" = FAILED ]; then
+        grep -E 'panicked at|ERROR: libFuzzer|Test unit written to|SUMMARY' "$log_dir/$t.log" \
+            | head -20 || true
+        return 1
+    fi
+}
+export -f run_one
+
 status=0
 for project in "${projects[@]}"; do
     cd "$project"
@@ -45,28 +72,21 @@ for project in "${projects[@]}"; do
     fi
     # -a: debug assertions and overflow checks on (the decoders must not overflow either).
     cargo fuzz build -a
-    for t in "${targets[@]}"; do
-        mkdir -p "$work_dir/$t" "corpus/$t"
-        start=$(date +%s)
-        if cargo fuzz run -a "$t" "$work_dir/$t" "corpus/$t" -- \
-            -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
-            >"$log_dir/$t.log" 2>&1; then
-            res=ok
-        else
-            res=FAILED
-            status=1
-        fi
-        end=$(date +%s)
-        runs=$(grep -Eo '^Done [0-9]+ runs in [0-9]+ second' "$log_dir/$t.log" | tail -1 || true)
-        cov=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log_dir/$t.log" | tail -1 || true)
-        echo "$t: $res, $((end - start)) s wall; $runs; $cov"
-        if [ "$res" = FAILED ]; then
-            grep -E 'panicked at|ERROR: libFuzzer|Test unit written to|SUMMARY' "$log_dir/$t.log" \
-                | head -20 || true
-            if [ -z "${FUZZ_KEEP_GOING:-}" ]; then
-                exit "$status"
+    export secs log_dir work_dir
+    if [ "$jobs" -gt 1 ]; then
+        # Several targets at a time (one libFuzzer process each, single-threaded): every target
+        # runs, and the exit status says whether any failed.
+        printf '%s\n' "${targets[@]}" | xargs -P "$jobs" -I{} bash -c 'run_one "$1"' _ {} \
+            || status=1
+    else
+        for t in "${targets[@]}"; do
+            if ! run_one "$t"; then
+                status=1
+                if [ -z "${FUZZ_KEEP_GOING:-}" ]; then
+                    exit "$status"
+                fi
             fi
-        fi
-    done
+        done
+    fi
 done
 exit "$status"

@@ -34,9 +34,10 @@ if [ -x ci/fuzz-smoke.sh ]; then
   echo "== fuzz smoke run"
   # The short run: every decoder target for a few seconds (the long runs are documented in
   # docs/protocol-notes/fuzz-scapy.md).
-  FUZZ_DIR=protocol/fuzz ci/fuzz-smoke.sh 3
+  # Two targets at a time: one per core (each libFuzzer run is single-threaded).
+  FUZZ_JOBS=2 FUZZ_DIR=protocol/fuzz ci/fuzz-smoke.sh 3
   # The device's parsers: configuration XML, settings JSON, every HTTP POST body, Connect.
-  FUZZ_DIR=device/fuzz ci/fuzz-smoke.sh 3
+  FUZZ_JOBS=2 FUZZ_DIR=device/fuzz ci/fuzz-smoke.sh 3
 fi
 
 # Last: it builds the release binaries (minutes) and needs nothing the tests above leave behind.
