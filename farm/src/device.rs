@@ -548,12 +548,7 @@ impl FarmDevice {
             if let Some(trip) = wd.on_interval(now, frames, last) {
                 self.cyc.dht_ns.store(0, Ordering::Release);
                 self.watchdog = None;
-                let msg = format!(
-                    "watchdog: no valid frame from the controller within the data-hold time of {} us ({} cycles without a frame, {} us since the last one)",
-                    dht / 1000,
-                    trip.missed,
-                    trip.silence.as_micros()
-                );
+                let msg = trip.in_words(PnDuration(dht));
                 self.cm.end_io_ar(
                     &msg,
                     Some(abort_reason::status(

@@ -521,12 +521,11 @@ impl Cm {
         // Consumer watchdog (flag set by the real-time thread).
         if self.ctx.cyclic.tripped.swap(false, Ordering::AcqRel) && self.machine.io_ar().is_some() {
             let info = self.ctx.cyclic.trip_info.load(Ordering::Relaxed);
-            let msg = format!(
-                "watchdog: no valid frame from the controller within the data-hold time of {} us ({} cycles without a frame, {} us since the last one)",
-                self.dht_ns / 1000,
-                info >> 32,
-                info & 0xFFFF_FFFF
-            );
+            let msg = data_hold::Trip {
+                missed: info >> 32,
+                silence: pn_protocol::time::Duration((info & 0xFFFF_FFFF) * 1000),
+            }
+            .in_words(pn_protocol::time::Duration(self.dht_ns));
             self.event(StackEvent::Alarm {
                 severity: AlarmSeverity::Error,
                 source: "watchdog".into(),

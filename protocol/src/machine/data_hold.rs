@@ -42,6 +42,19 @@ pub struct Trip {
     pub silence: Duration,
 }
 
+impl Trip {
+    /// The trip in words, as the daemon and the farm log it and end the AR with (benchmarks
+    /// find trips in logs by its start, `watchdog: no `). `data_hold`: the data-hold time.
+    pub fn in_words(&self, data_hold: Duration) -> String {
+        format!(
+            "watchdog: no valid frame from the controller within the data-hold time of {} us ({} cycles without a frame, {} us since the last one)",
+            data_hold.as_micros(),
+            self.missed,
+            self.silence.as_micros()
+        )
+    }
+}
+
 /// The data-hold timer of one consumer CR.
 #[derive(Debug, Clone)]
 pub struct DataHold {

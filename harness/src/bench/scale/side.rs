@@ -306,11 +306,13 @@ fn http_get(ns: &NetNs, addr: &'static str, path: &'static str) -> Option<serde_
 }
 
 /// CLOCK_REALTIME ns of the tracing timestamps (`2026-11-23T22:10:00.123456Z`) of the lines of
-/// `log` that report a watchdog trip (the daemon's WARN line, the farm's "AR ended" line).
+/// `log` that report a watchdog trip of the device itself (the daemon's WARN line, the farm's
+/// "AR ended" line: both say the trip in the protocol crate's words, `watchdog: no ...`; an AR
+/// the controller's watchdog ended is logged with the controller's ERR-RTA and is not one).
 pub(super) fn trip_times(log: &str) -> Vec<u64> {
     log.lines()
         .map(strip_ansi)
-        .filter(|l| l.contains("watchdog") && l.contains("data-hold"))
+        .filter(|l| l.contains("watchdog: no "))
         .filter_map(|l| parse_rfc3339_ns(l.split_whitespace().next()?))
         .collect()
 }

@@ -33,6 +33,8 @@ fn trip_lines_of_the_daemon_and_the_farm() {
         // The farm's line, coloured as tracing-subscriber writes it to a terminal.
         "\u{1b}[2m2026-11-23T22:10:01Z\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m pn_farm::device: AR ended: watchdog: no valid frame from the controller within the data-hold time of 12000 us\n",
         "2026-11-23T22:10:02Z INFO pn_farm::device: AR ended: released by the controller\n",
+        // The controller's watchdog, not the device's.
+        "2026-11-23T22:10:03Z INFO pn_farm::device: AR ended: the controller ended the AR with ERR-RTA CF 81 FD 05 (consumer data-hold time (watchdog) expired)\n",
     );
     assert_eq!(
         side::trip_times(log),
