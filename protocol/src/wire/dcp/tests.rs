@@ -1,4 +1,6 @@
 use super::*;
+use crate::wire::rt::FrameId;
+use crate::wire::Error;
 
 fn hex(s: &str) -> Vec<u8> {
     s.split_whitespace()

@@ -1,4 +1,5 @@
 use super::*;
+use crate::wire::pnio::PnioStatus;
 use proptest::prelude::*;
 
 #[test]
