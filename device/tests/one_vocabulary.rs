@@ -98,7 +98,9 @@ fn dashboard_pnctl_docs_and_messages_use_one_direction_vocabulary() {
     for p in [
         "device/assets/dashboard.html",
         "device/assets/dashboard.js",
-        "client/src/bin/pnctl.rs",
+        "client/src/bin/pnctl/main.rs",
+        "client/src/bin/pnctl/commands.rs",
+        "client/src/bin/pnctl/output.rs",
     ] {
         check(&r.join(p), &whole);
     }

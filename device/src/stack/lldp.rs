@@ -1,5 +1,5 @@
 //! LLDP in the daemon: the agent itself is the protocol crate's sans-IO
-//! [`pn_protocol::machine::lldp::LldpAgent`] (run by the L2 thread, `l2.rs`); this file holds
+//! [`pn_protocol::machine::lldp::LldpAgent`] (run by the L2 thread, `l2/`); this file holds
 //! what the daemon adds around it: the neighbour as the API shows it (JSON field names, the
 //! wall-clock time of its last frame), and the translation of the daemon's configuration and
 //! link monitor into the agent's inputs.
