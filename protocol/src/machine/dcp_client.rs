@@ -84,7 +84,8 @@ impl DcpRequest {
         DcpRequest::Set { mac, blocks }
     }
 
-    fn service(&self) -> ServiceId {
+    /// The ServiceID of the request and of its answers.
+    pub fn service(&self) -> ServiceId {
         match self {
             DcpRequest::IdentifyAll { .. } | DcpRequest::IdentifyName { .. } => ServiceId::Identify,
             DcpRequest::Get { .. } => ServiceId::Get,
@@ -93,7 +94,7 @@ impl DcpRequest {
     }
 
     /// Collect every device's answer for the whole window (else the first answer ends it).
-    fn collects_all(&self) -> bool {
+    pub fn collects_all(&self) -> bool {
         matches!(self, DcpRequest::IdentifyAll { .. })
     }
 
