@@ -1,6 +1,6 @@
 use super::*;
 use crate::machine::dcp_delay::DEFAULT_COLLECT_MARGIN;
-use crate::machine::dcp_responder::{DcpIdentity, DcpResponder};
+use crate::machine::dcp_responder::DcpResponder;
 use crate::wire::dcp::{option, suboption, ServiceType};
 
 const CTL: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x01]);
@@ -306,22 +306,12 @@ fn a_cancelled_exchange_sends_and_reports_nothing() {
 #[test]
 fn the_client_and_the_responder_agree() {
     // The device's own responder answers the client's frames: a Set, then an Identify all.
-    let id = DcpIdentity {
-        mac: A,
-        station_name: "old".into(),
-        device_vendor: "pn-device".into(),
-        vendor_id: 0xFFFF,
-        device_id: 1,
-        ip: Ipv4Addr::new(10, 0, 0, 2),
-        mask: Ipv4Addr::new(255, 255, 255, 0),
-        gateway: Ipv4Addr::UNSPECIFIED,
-        device_instance: (0, 1),
-        device_initiative: false,
-    };
+    let id = crate::machine::dcp_responder::tests::ident();
+    let mac = id.mac;
     let mut dev = DcpResponder::new(id, ms(0));
     let mut c = DcpClient::new(CTL, 1);
     let n = NameOfStation::new("new").unwrap();
-    c.start(ms(0), DcpRequest::set_name(A, Some(&n), true))
+    c.start(ms(0), DcpRequest::set_name(mac, Some(&n), true))
         .unwrap();
     let out = dev.on_frame(&c.poll_transmit().unwrap().frame, ms(1));
     assert!(c.handle_frame(ms(2), &out.frames[0]));
@@ -347,9 +337,9 @@ fn the_client_and_the_responder_agree() {
         panic!("not an Identify outcome");
     };
     assert_eq!(v.len(), 1);
-    assert_eq!((v[0].mac, v[0].name_of_station.as_str()), (A, "new"));
-    assert_eq!((v[0].vendor_id, v[0].device_id), (Some(0xFFFF), Some(1)));
-    assert_eq!(v[0].ip, Some(Ipv4Addr::new(10, 0, 0, 2)));
+    assert_eq!((v[0].mac, v[0].name_of_station.as_str()), (mac, "new"));
+    assert_eq!((v[0].vendor_id, v[0].device_id), (Some(0x0493), Some(1)));
+    assert_eq!(v[0].ip, Some(Ipv4Addr::new(192, 168, 0, 10)));
 }
 
 #[test]
