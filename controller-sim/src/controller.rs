@@ -9,13 +9,13 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration as StdDuration;
 
 use pn_protocol::time::{Duration, Instant};
 use pn_protocol::wire::dcp::DcpRepr;
-use pn_protocol::wire::ethernet::{self, EthernetRepr, MacAddr};
+use pn_protocol::wire::ethernet::{self, EthernetRepr};
 use pn_protocol::wire::rpc::Uuid;
 use pn_protocol::wire::rt::{self, FrameId};
 use pn_protocol::wire::rta as wrta;
@@ -133,7 +133,10 @@ pub(crate) struct Shared {
     pub sock: RawSocket,
     pub udp: UdpSocket,
     pub stop: AtomicBool,
-    pub dcp_waiters: Mutex<HashMap<u32, Sender<(MacAddr, DcpRepr)>>>,
+    /// The DCP client machine and its finished exchanges (`dcp.rs` drives it); callers wait
+    /// on `dcp_done` for theirs.
+    pub dcp: Mutex<crate::dcp::DcpShell>,
+    pub dcp_done: Condvar,
     /// Calls without an AR (implicit reads), by activity: the RPC thread hands their datagrams
     /// over.
     pub rpc_waiters: Mutex<HashMap<Uuid, Sender<Vec<u8>>>>,
@@ -148,7 +151,6 @@ pub(crate) struct Shared {
     /// Each device's slot in the FrameID range, by NameOfStation: a device keeps its input
     /// FrameID across reconnects, as a PLC's configuration gives every device one.
     pub frame_slots: Mutex<HashMap<String, u32>>,
-    pub xid: AtomicU32,
     pub rt_applied: Mutex<RealtimeApplied>,
     pub tick_stats: TickCounters,
     /// Origin of the cyclic thread's tick grid (ns on CLOCK_MONOTONIC); providers start on it.
@@ -216,10 +218,6 @@ impl Shared {
         v.retain(|s| s.send(e.clone()).is_ok());
     }
 
-    pub(crate) fn next_xid(&self) -> u32 {
-        self.xid.fetch_add(1, Ordering::Relaxed)
-    }
-
     pub(crate) fn send_frame(&self, f: &[u8]) -> io::Result<()> {
         self.sock.send(f)
     }
@@ -254,12 +252,7 @@ impl Shared {
         }
         if id == FrameId::DCP_IDENTIFY_RESPONSE || id == FrameId::DCP_GET_SET {
             if let Ok(d) = DcpRepr::parse(&payload[2..]) {
-                if d.service_type.is_response() {
-                    let w = self.dcp_waiters.lock().unwrap_or_else(|p| p.into_inner());
-                    if let Some(s) = w.get(&d.xid) {
-                        let _ = s.send((eth.src, d));
-                    }
-                }
+                self.on_dcp(now, eth.src, &d);
             }
             return;
         }
@@ -317,21 +310,23 @@ impl Controller {
         let udp = bind_rpc(&cfg)?;
         udp.set_read_timeout(Some(StdDuration::from_millis(20)))
             .map_err(Error::Io)?;
+        // A random first Xid: two runs of the controller do not take each other's answers.
         let seed = u32::from_le_bytes(random_bytes::<4>());
+        let dcp = crate::dcp::DcpShell::new(info.mac, seed);
         let shared = Arc::new(Shared {
             cfg: cfg.clone(),
             info,
             sock,
             udp,
             stop: AtomicBool::new(false),
-            dcp_waiters: Mutex::new(HashMap::new()),
+            dcp: Mutex::new(dcp),
+            dcp_done: Condvar::new(),
             rpc_waiters: Mutex::new(HashMap::new()),
             ars: RwLock::new(Vec::new()),
             ars_gen: AtomicU64::new(0),
             events: Mutex::new(Vec::new()),
             next_id: AtomicU32::new(1),
             frame_slots: Mutex::new(HashMap::new()),
-            xid: AtomicU32::new(seed),
             rt_applied: Mutex::new(RealtimeApplied::default()),
             tick_stats: TickCounters::default(),
             grid_origin: AtomicU64::new(0),

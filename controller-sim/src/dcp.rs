@@ -1,146 +1,109 @@
-//! DCP client: Identify (all / by name) collecting every answer within the response window,
-//! Get, Set NameOfStation / IP (temporary or permanent), Signal, ResetToFactory.
-//!
-//! Identify requests carry a ResponseDelayFactor; devices spread their answers over
-//! `factor * 10 ms` (IEC 61158-6-10; p-net `pf_dcp_identify_req` uses `(mac % factor) * 10 ms`),
-//! so the client listens for the whole window plus a margin and de-duplicates by MAC address.
+//! DCP client shell: Identify (all / by name), Get, Set NameOfStation / IP (temporary or
+//! permanent), Signal, ResetToFactory. Every decision (Xids, the response window, first answer
+//! or all, de-duplication, matching, reading the answers) is the protocol crate's
+//! [`DcpClient`] machine; this file sends the frames it queues, feeds it the DCP frames the
+//! receive thread gets, and sleeps until its next deadline or the caller's answer.
 
+use std::collections::HashMap;
+use std::io;
 use std::net::Ipv4Addr;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use pn_protocol::wire::dcp::{self, BlockError, DcpBlock, DcpRepr, DcpValue, NameOfStation};
+use pn_protocol::machine::dcp_client::{DcpClient, DcpOutcome, DcpRequest, ExchangeId};
+pub use pn_protocol::machine::dcp_client::{DeviceInfo, SetResult};
+use pn_protocol::time::Instant;
+use pn_protocol::wire::dcp::{self, DcpRepr, NameOfStation};
 use pn_protocol::wire::ethernet::MacAddr;
 
 use crate::cm::read_implicit;
-use crate::controller::Controller;
+use crate::controller::{Controller, Shared};
+use crate::rtsched;
 use crate::Error;
 
-/// What a device told us about itself in an Identify (or Get) response.
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DeviceInfo {
-    #[serde(serialize_with = "ser_mac")]
-    pub mac: MacAddr,
-    pub name_of_station: String,
-    pub type_of_station: String,
-    pub vendor_id: Option<u16>,
-    pub device_id: Option<u16>,
-    pub ip: Option<Ipv4Addr>,
-    pub mask: Option<Ipv4Addr>,
-    pub gateway: Option<Ipv4Addr>,
-    /// BlockInfo of the IP block (bit 0 set, bit 7 conflict).
-    pub ip_block_info: Option<u16>,
-    pub role: Option<u8>,
-    pub alias: Option<String>,
-    /// Supported (option, suboption) pairs.
-    pub options: Vec<(u8, u8)>,
+/// The machine, and the finished exchanges whose callers have not picked them up yet (the
+/// receive thread finishes exchanges of any caller).
+pub(crate) struct DcpShell {
+    client: DcpClient,
+    done: HashMap<ExchangeId, Result<DcpOutcome, io::Error>>,
 }
 
-fn ser_mac<S: serde::Serializer>(m: &MacAddr, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&m.to_string())
+impl DcpShell {
+    pub(crate) fn new(own_mac: MacAddr, first_xid: u32) -> DcpShell {
+        DcpShell {
+            client: DcpClient::new(own_mac, first_xid),
+            done: HashMap::new(),
+        }
+    }
 }
 
-impl DeviceInfo {
-    /// Collect the values of a response.
-    pub fn from_response(mac: MacAddr, d: &DcpRepr) -> DeviceInfo {
-        let mut i = DeviceInfo {
-            mac,
-            ..Default::default()
-        };
-        for b in &d.blocks {
-            match &b.value {
-                DcpValue::NameOfStation(n) => {
-                    i.name_of_station = String::from_utf8_lossy(n).into_owned()
-                }
-                DcpValue::DeviceVendor(n) => {
-                    i.type_of_station = String::from_utf8_lossy(n).into_owned()
-                }
-                DcpValue::DeviceId {
-                    vendor_id,
-                    device_id,
-                } => {
-                    i.vendor_id = Some(*vendor_id);
-                    i.device_id = Some(*device_id);
-                }
-                DcpValue::IpParameter { ip, mask, gateway }
-                | DcpValue::FullIpSuite {
-                    ip, mask, gateway, ..
-                } => {
-                    i.ip = Some(*ip);
-                    i.mask = Some(*mask);
-                    i.gateway = Some(*gateway);
-                    i.ip_block_info = Some(b.prefix);
-                }
-                DcpValue::DeviceRole { role, .. } => i.role = Some(*role),
-                DcpValue::AliasName(a) => i.alias = Some(String::from_utf8_lossy(a).into_owned()),
-                DcpValue::DeviceOptions(o) => i.options = o.clone(),
-                _ => {}
+impl Shared {
+    /// A DCP PDU from the receive thread.
+    pub(crate) fn on_dcp(&self, now: Instant, src: MacAddr, d: &DcpRepr) {
+        let mut g = self.dcp.lock().unwrap_or_else(|p| p.into_inner());
+        g.client.handle_response(now, src, d);
+        self.dcp_pump(&mut g);
+    }
+
+    /// Send what the machine queued, file its finished exchanges, wake their callers.
+    fn dcp_pump(&self, g: &mut DcpShell) {
+        let mut woke = false;
+        while let Some(t) = g.client.poll_transmit() {
+            if let Err(e) = self.send_frame(&t.frame) {
+                // The caller learns the send error, as a failed send always told it.
+                g.client.cancel(t.exchange);
+                g.done.insert(t.exchange, Err(e));
+                woke = true;
             }
         }
-        i
+        while let Some(ev) = g.client.poll_event() {
+            g.done.insert(ev.exchange, Ok(ev.outcome));
+            woke = true;
+        }
+        if woke {
+            self.dcp_done.notify_all();
+        }
     }
 }
 
-/// Result of a Set: per (option, suboption) the device's BlockError.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SetResult {
-    pub results: Vec<(u8, u8, BlockError)>,
+fn duration(d: Duration) -> pn_protocol::time::Duration {
+    pn_protocol::time::Duration::from(d)
 }
 
-impl SetResult {
-    pub fn is_ok(&self) -> bool {
-        !self.results.is_empty() && self.results.iter().all(|r| r.2 == BlockError::OK)
-    }
+fn station_name(name: &str) -> Result<NameOfStation, Error> {
+    NameOfStation::new(name)
+        .map_err(|e| Error::Config(format!("invalid station name '{name}': {e:?}")))
+}
+
+/// An outcome of another kind than the request's: a bug of the machine, said in words.
+fn unexpected(o: &DcpOutcome) -> Error {
+    Error::Protocol(format!("DCP client: unexpected outcome {o:?}"))
 }
 
 impl Controller {
-    fn dcp_exchange(
-        &self,
-        req: &DcpRepr,
-        dst: MacAddr,
-        window: Duration,
-        first_only: bool,
-    ) -> Result<Vec<(MacAddr, DcpRepr)>, Error> {
+    /// Run one exchange of the machine to its end.
+    fn dcp_exchange(&self, req: DcpRequest) -> Result<DcpOutcome, Error> {
         let sh = &self.shared;
-        let (tx, rx) = mpsc::channel();
-        sh.dcp_waiters
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(req.xid, tx);
-        let frame = req
-            .build_frame(dst, sh.info.mac, None)
+        let mut g = sh.dcp.lock().unwrap_or_else(|p| p.into_inner());
+        let id = g
+            .client
+            .start(rtsched::now(), req)
             .map_err(|e| Error::Protocol(e.to_string()))?;
-        let send = sh.send_frame(&frame).map_err(Error::Io);
-        let mut out: Vec<(MacAddr, DcpRepr)> = Vec::new();
-        if send.is_ok() {
-            let deadline = Instant::now() + window;
-            loop {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    break;
-                }
-                match rx.recv_timeout(left) {
-                    Ok((mac, d)) => {
-                        if d.service_id != req.service_id {
-                            continue;
-                        }
-                        if !out.iter().any(|(m, _)| *m == mac) {
-                            out.push((mac, d));
-                        }
-                        if first_only {
-                            break;
-                        }
-                    }
-                    Err(_) => break,
-                }
+        loop {
+            let now = rtsched::now();
+            g.client.handle_timeout(now);
+            sh.dcp_pump(&mut g);
+            if let Some(r) = g.done.remove(&id) {
+                return r.map_err(Error::Io);
             }
+            // Our exchange is open, so there is a deadline after `now`.
+            let due = g.client.poll_timeout().unwrap_or(now);
+            let wait = Duration::from(due - now).max(Duration::from_micros(100));
+            g = sh
+                .dcp_done
+                .wait_timeout(g, wait)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
         }
-        sh.dcp_waiters
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&req.xid);
-        send.map(|_| out)
     }
 
     /// Identify all devices. `response_delay_factor` (1..=6400) spreads the answers over
@@ -150,20 +113,13 @@ impl Controller {
         response_delay_factor: u16,
         margin: Duration,
     ) -> Result<Vec<DeviceInfo>, Error> {
-        let f = response_delay_factor.clamp(1, 6400);
-        let req = DcpRepr::identify_request_all(self.shared.next_xid(), f);
-        let window = Duration::from_millis(10 * u64::from(f)) + margin;
-        let mut v: Vec<DeviceInfo> = self
-            .dcp_exchange(&req, MacAddr::DCP_IDENTIFY, window, false)?
-            .iter()
-            .map(|(m, d)| DeviceInfo::from_response(*m, d))
-            .collect();
-        v.sort_by(|a, b| {
-            a.name_of_station
-                .cmp(&b.name_of_station)
-                .then(a.mac.0.cmp(&b.mac.0))
-        });
-        Ok(v)
+        match self.dcp_exchange(DcpRequest::IdentifyAll {
+            response_delay_factor,
+            margin: duration(margin),
+        })? {
+            DcpOutcome::Identified(v) => Ok(v),
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// Identify the device named `name`; `None` when nobody answers within `timeout`.
@@ -172,16 +128,14 @@ impl Controller {
         name: &str,
         timeout: Duration,
     ) -> Result<Option<DeviceInfo>, Error> {
-        let n = NameOfStation::new(name)
-            .map_err(|e| Error::Config(format!("invalid station name '{name}': {e:?}")))?;
-        for _ in 0..2 {
-            let req = DcpRepr::identify_request_by_name(self.shared.next_xid(), &n, 1);
-            let r = self.dcp_exchange(&req, MacAddr::DCP_IDENTIFY, timeout / 2, true)?;
-            if let Some((m, d)) = r.first() {
-                return Ok(Some(DeviceInfo::from_response(*m, d)));
-            }
+        match self.dcp_exchange(DcpRequest::IdentifyName {
+            name: station_name(name)?,
+            response_delay_factor: 1,
+            timeout: duration(timeout),
+        })? {
+            DcpOutcome::Found(o) => Ok(o),
+            other => Err(unexpected(&other)),
         }
-        Ok(None)
     }
 
     /// Get (option, suboption) values from one device.
@@ -191,46 +145,24 @@ impl Controller {
         selectors: &[(u8, u8)],
         timeout: Duration,
     ) -> Result<DcpRepr, Error> {
-        let req = DcpRepr::get_request(self.shared.next_xid(), selectors);
-        self.dcp_exchange(&req, mac, timeout, true)?
-            .into_iter()
-            .next()
-            .map(|(_, d)| d)
-            .ok_or_else(|| Error::Timeout(format!("no DCP Get response from {mac}")))
+        match self.dcp_exchange(DcpRequest::Get {
+            mac,
+            selectors: selectors.to_vec(),
+            timeout: duration(timeout),
+        })? {
+            DcpOutcome::Got(Some((_, d))) => Ok(d),
+            DcpOutcome::Got(None) => Err(Error::Timeout(format!("no DCP Get response from {mac}"))),
+            other => Err(unexpected(&other)),
+        }
     }
 
-    fn dcp_set(&self, mac: MacAddr, req: DcpRepr) -> Result<SetResult, Error> {
-        // Retransmit once with the same Xid if the first request goes unanswered.
-        for _ in 0..3 {
-            let r = self.dcp_exchange(&req, mac, Duration::from_millis(1000), true)?;
-            if let Some((_, d)) = r.into_iter().next() {
-                let results = d
-                    .blocks
-                    .iter()
-                    .filter_map(|b| match b.value {
-                        DcpValue::Response {
-                            option,
-                            suboption,
-                            error,
-                        } => Some((option, suboption, error)),
-                        _ => None,
-                    })
-                    .collect();
-                let sr = SetResult { results };
-                return if sr.is_ok() {
-                    Ok(sr)
-                } else {
-                    Err(Error::DcpSet(
-                        sr.results
-                            .iter()
-                            .map(|(o, s, e)| format!("{o}/{s}: {}", e.name()))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                    ))
-                };
-            }
+    fn dcp_set(&self, mac: MacAddr, req: DcpRequest) -> Result<SetResult, Error> {
+        match self.dcp_exchange(req)? {
+            DcpOutcome::Set(Some(r)) if r.is_ok() => Ok(r),
+            DcpOutcome::Set(Some(r)) => Err(Error::DcpSet(r.describe())),
+            DcpOutcome::Set(None) => Err(Error::Timeout(format!("no DCP Set response from {mac}"))),
+            other => Err(unexpected(&other)),
         }
-        Err(Error::Timeout(format!("no DCP Set response from {mac}")))
     }
 
     /// Set NameOfStation (temporary or permanent). An empty name removes the name.
@@ -240,20 +172,12 @@ impl Controller {
         name: &str,
         permanent: bool,
     ) -> Result<SetResult, Error> {
-        let req = if name.is_empty() {
-            DcpRepr::set_request(
-                self.shared.next_xid(),
-                vec![DcpBlock::with_qualifier(
-                    DcpValue::NameOfStation(Vec::new()),
-                    u16::from(permanent),
-                )],
-            )
+        let n = if name.is_empty() {
+            None
         } else {
-            let n = NameOfStation::new(name)
-                .map_err(|e| Error::Config(format!("invalid station name '{name}': {e:?}")))?;
-            DcpRepr::set_name(self.shared.next_xid(), &n, permanent)
+            Some(station_name(name)?)
         };
-        self.dcp_set(mac, req)
+        self.dcp_set(mac, DcpRequest::set_name(mac, n.as_ref(), permanent))
     }
 
     /// Set IP address, mask and gateway (temporary or permanent).
@@ -265,23 +189,20 @@ impl Controller {
         gw: Ipv4Addr,
         permanent: bool,
     ) -> Result<SetResult, Error> {
-        self.dcp_set(
-            mac,
-            DcpRepr::set_ip(self.shared.next_xid(), ip, mask, gw, permanent),
-        )
+        let blocks = DcpRepr::set_ip(0, ip, mask, gw, permanent).blocks;
+        self.dcp_set(mac, DcpRequest::Set { mac, blocks })
     }
 
     /// Flash the device's signal LED.
     pub fn dcp_signal(&self, mac: MacAddr) -> Result<SetResult, Error> {
-        self.dcp_set(mac, DcpRepr::set_signal(self.shared.next_xid()))
+        let blocks = DcpRepr::set_signal(0).blocks;
+        self.dcp_set(mac, DcpRequest::Set { mac, blocks })
     }
 
     /// Reset to factory with a mode from [`dcp::qualifier`] (e.g. `RESET_COMMUNICATION_PARAMETER`).
     pub fn dcp_reset_to_factory(&self, mac: MacAddr, mode: u16) -> Result<SetResult, Error> {
-        self.dcp_set(
-            mac,
-            DcpRepr::set_reset_to_factory(self.shared.next_xid(), mode),
-        )
+        let blocks = DcpRepr::set_reset_to_factory(0, mode).blocks;
+        self.dcp_set(mac, DcpRequest::Set { mac, blocks })
     }
 
     /// Implicit record read (no AR): I&M0, diagnosis, identification data...
@@ -328,18 +249,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn device_info_from_real_identify_response() {
-        let f = pn_testkit::fixtures::all()
-            .into_iter()
-            .find(|f| f.name.contains("pniors-dcp-ident-res-pnet"))
-            .expect("fixture");
-        let (eth, _, d) = DcpRepr::parse_frame(&f.bytes).unwrap();
-        let i = DeviceInfo::from_response(eth.src, &d);
-        assert_eq!(i.name_of_station, "rt-labs-dev");
-        assert_eq!(i.type_of_station, "P-Net Sample Application");
-        assert_eq!((i.vendor_id, i.device_id), (Some(0x0493), Some(0x0002)));
-        assert_eq!(i.ip, Some(Ipv4Addr::UNSPECIFIED));
-        assert_eq!(i.options.len(), 14);
+    fn device_info_json_keeps_its_shape() {
+        // The CLI's `identify --json` output: camelCase keys, the MAC as text.
+        let i = DeviceInfo {
+            mac: MacAddr([2, 0, 0, 10, 11, 255]),
+            name_of_station: "dev-1".into(),
+            vendor_id: Some(0x1234),
+            ip: Some(Ipv4Addr::new(10, 0, 0, 2)),
+            options: vec![(2, 2)],
+            ..Default::default()
+        };
+        let j = serde_json::to_value(&i).unwrap();
+        assert_eq!(j["mac"], "02:00:00:0a:0b:ff");
+        assert_eq!(j["nameOfStation"], "dev-1");
+        assert_eq!(j["typeOfStation"], "");
+        assert_eq!(j["vendorId"], 0x1234);
+        assert_eq!(j["deviceId"], serde_json::Value::Null);
+        assert_eq!(j["ip"], "10.0.0.2");
+        assert_eq!(j["ipBlockInfo"], serde_json::Value::Null);
+        assert_eq!(j["options"], serde_json::json!([[2, 2]]));
+        assert_eq!(j.as_object().unwrap().len(), 12);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use pn_device::stack::dcp::DcpIdentity;
 use pn_device::stack::l2::{self, L2Config, L2Services};
 use pn_device::stack::link::{self, LinkMonitor};
 use pn_device::stack::socket::PnSocket;
+use pn_protocol::machine::dcp_client::SetResult;
 use pn_protocol::wire::dcp::{
     qualifier, BlockError, DcpBlock, DcpRepr, DcpValue, NameOfStation, ServiceId,
 };
@@ -255,17 +256,7 @@ impl Rig {
             .dcp_reply(r.xid, Duration::from_secs(2))
             .expect("Set response");
         assert_eq!(resp.service_id, ServiceId::Set);
-        resp.blocks
-            .iter()
-            .filter_map(|b| match b.value {
-                DcpValue::Response {
-                    option,
-                    suboption,
-                    error,
-                } => Some((option, suboption, error)),
-                _ => None,
-            })
-            .collect()
+        SetResult::from_response(&resp).results
     }
 
     fn get_name(&mut self, xid: u32) -> String {

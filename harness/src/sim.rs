@@ -51,6 +51,8 @@ pub enum PlantArg {
     TemporaryNameKept,
     /// The device's LLDP agent is not told about a new NameOfStation.
     LldpStaleName,
+    /// The device's DCP responder answers every Identify, whatever its filter.
+    IdentifyFilterIgnored,
 }
 
 impl From<PlantArg> for Plant {
@@ -64,6 +66,7 @@ impl From<PlantArg> for Plant {
             PlantArg::LicenceRecheckIgnored => Plant::LicenceRecheckIgnored,
             PlantArg::TemporaryNameKept => Plant::TemporaryNameKept,
             PlantArg::LldpStaleName => Plant::LldpStaleName,
+            PlantArg::IdentifyFilterIgnored => Plant::IdentifyFilterIgnored,
         }
     }
 }

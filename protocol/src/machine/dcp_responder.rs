@@ -637,4 +637,4 @@ impl DcpResponder {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

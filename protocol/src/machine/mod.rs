@@ -6,6 +6,7 @@ pub mod cmctl;
 pub mod cmdev;
 pub mod cyclic;
 pub mod data_hold;
+pub mod dcp_client;
 pub mod dcp_delay;
 pub mod dcp_responder;
 pub mod lldp;

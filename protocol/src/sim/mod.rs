@@ -64,6 +64,9 @@ pub enum Plant {
     TemporaryNameKept,
     /// The device does not tell its LLDP agent about a new NameOfStation.
     LldpStaleName,
+    /// The device's DCP responder ignores an Identify's filter and answers every Identify as
+    /// if it were an Identify all.
+    IdentifyFilterIgnored,
 }
 
 /// One simulated run.
@@ -505,8 +508,8 @@ pub fn run(cfg: &SimConfig) -> Report {
     // DCP, after connection management (which takes 35 s of simulated time).
     let dcp_start = end + step + Duration::from_millis(36_000);
     dcp::run(cfg, &mut rep, dcp_start);
-    // The device service (state table, restarts, licence, LLDP), after DCP (7 s).
-    service::run(cfg, &mut rep, dcp_start + Duration::from_millis(8_000));
+    // The device service (state table, restarts, licence, LLDP), after DCP (at most 9.5 s).
+    service::run(cfg, &mut rep, dcp_start + Duration::from_millis(10_000));
     rep
 }
 
@@ -689,5 +692,11 @@ mod tests {
         )
         .is_some());
         assert!(caught(Plant::LldpStaleName, "the LLDPDU's Port ID is").is_some());
+        assert!(caught(
+            Plant::IdentifyFilterIgnored,
+            "did not match the device's name"
+        )
+        .is_some());
+        assert!(caught(Plant::IdentifyFilterIgnored, "asking for").is_some());
     }
 }

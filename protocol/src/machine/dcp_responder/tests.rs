@@ -4,7 +4,8 @@ use crate::wire::ethernet::EthernetRepr;
 const DEV: MacAddr = MacAddr([0x02, 0x00, 0x00, 0x00, 0x12, 0x34]);
 const CTRL: MacAddr = MacAddr([0x02, 0x00, 0x00, 0x00, 0x00, 0x01]);
 
-fn ident() -> DcpIdentity {
+/// A device identity (the DCP client's tests use it too).
+pub(crate) fn ident() -> DcpIdentity {
     DcpIdentity {
         mac: DEV,
         station_name: "dev-1".into(),
