@@ -20,13 +20,13 @@ use super::rig::{cpu_pct, sibling_binary, ChildGuard};
 use super::stats::{intervals, IntervalStats};
 use super::{nap, raw, stopped, write_json, OnOff, ScaleArgs};
 use pn_controller::{
-    ArConfig, ArHandle, ArState, Controller, ControllerConfig, DeviceConfig, Event, RealtimeOptions,
+    ArHandle, ArState, Controller, ControllerConfig, Event, RealtimeOptions, TickStats,
 };
 use pn_testkit::netns::NetNs;
 use side::Side;
 use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -197,22 +197,154 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
     let parallel = opts.connect_parallel as usize;
     let ctl_prio = opts.ctl_prio;
     let hires = opts.hires == OnOff::On;
-    let max = if opts.farm {
-        side::MAX_FARM
-    } else {
-        side::MAX_DAEMONS
-    };
-    if !(1..=max).contains(&n) {
-        return Err(format!("--devices 1..={max}"));
-    }
-    if !(1..=64).contains(&parallel) {
-        return Err("--connect-parallel 1..=64".into());
-    }
-    if !pn_testkit::env::is_root() {
-        return Err("needs root".into());
-    }
+    check_args(opts)?;
     println!("machine: {}", raw::machine());
     let loadavg_before = raw::loadavg1();
+    let (_dir, ctl_ns, br, devs) = lab(opts, hires)?;
+    devs.wait_ready()?;
+    let pids = devs.pids();
+    // Phase 1: idle daemons (no AR), after a settling second.
+    let (idle_threads, idle_secs) = idle_phase(&pids, n, idle_seconds);
+    let idle_total: f64 = idle_threads.iter().map(|t| t.cpu_pct).sum();
+    if opts.idle_only {
+        return Ok(());
+    }
+    let setup0 = Instant::now();
+    let rec = Recorder::start(ctl_ns.path(), &br)?;
+    let units = (period_us * 1000 / 31_250).max(1) as u16;
+    let ctl = start_controller(&ctl_ns, &br, units, ctl_prio)?;
+    let events = EventLog::start(&ctl);
+    let mut ars = Ars(Vec::new(), Some(ctl));
+    // Phase 2: connect, `parallel` at a time.
+    let cfgs = ars::configs(&devs.targets, units, dhf)?;
+    let mut up = ars::connect_all(ars.1.as_ref().ok_or("no controller")?, &cfgs, parallel)?;
+    ars.0 = std::mem::take(&mut up.ars);
+    let connected = ars.0.len();
+    let setup_seconds = setup0.elapsed().as_secs_f64();
+    let lost_during_setup = ars::not_in_data_exchange(&ars.0);
+    println!(
+        "{connected}/{n} ARs connected in {setup_seconds:.1} s ({parallel} at a time; connect p50 {:.0} ms, max {:.0} ms); {} lost during the set-up; measuring {seconds} s (DataHoldFactor {dhf}, high-resolution timer {})",
+        up.p50_ms(),
+        up.max_ms(),
+        lost_during_setup.len(),
+        if hires { "on" } else { "off" }
+    );
+    for l in lost_during_setup.iter().take(10) {
+        println!("  lost during set-up: {l}");
+    }
+    let bare = spawn_bare(&devs, period_us, seconds)?;
+    nap(Duration::from_millis(500));
+    rec.clear();
+    let drops0 = rec.drops();
+    let s0 = Snapshot::take(&pids, ars.1.as_ref(), &devs);
+    let (held, ends) = ars::hold(
+        ars.1.as_ref().ok_or("no controller")?,
+        std::mem::take(&mut ars.0),
+        &cfgs,
+        seconds,
+    );
+    ars.0 = held;
+    let recs = rec.take();
+    let s1 = Snapshot::take(&pids, ars.1.as_ref(), &devs);
+    let secs = (s1.mono_ns - s0.mono_ns) as f64 / 1e9;
+    let loadavg_after = raw::loadavg1();
+    let (rss_max, devices_per_process) = devs.rss_max_kb();
+    let not_dx = ars
+        .0
+        .iter()
+        .filter(|a| a.state() != ArState::DataExchange)
+        .count();
+    let bare_report = bare.finish(Duration::from_secs(4));
+    let events = events.finish();
+    if stopped() {
+        return Err("interrupted".into());
+    }
+    let period_ns = period_us * 1000;
+    let macs = rec.macs();
+    let (mut per, ctl_ts, bare_ts) = streams(&recs, macs.len(), period_ns);
+    per.sort_by(|a, b| a.dev_p99.total_cmp(&b.dev_p99));
+    let worst = per.last().cloned().unwrap_or_default();
+    let median = per.get(per.len() / 2).map_or(0.0, |s| s.dev_p99);
+    let dev_cpu: f64 = s0
+        .dev_cpu
+        .iter()
+        .zip(&s1.dev_cpu)
+        .filter_map(|(a, b)| cpu_pct(*a, *b, secs))
+        .sum();
+    // Trips of the measurement and whether the bare sender had a gap of DataHoldFactor cycles
+    // (the time a watchdog needs) ending within EXPLAIN_WINDOW_NS before them.
+    let dhf_ns = u64::from(dhf) * period_ns;
+    let (dev_trip_times, ctl_trip_times) = trip_times(&events, &devs, s0.real_ns, s1.real_ns);
+    let explained = |ts: &[u64]| {
+        ts.iter()
+            .filter(|t| bare_gap_near(&bare_ts, **t, dhf_ns, EXPLAIN_WINDOW_NS))
+            .count()
+    };
+    let bare_gaps = gaps_at_least(&bare_ts, dhf_ns);
+    let device_threads = thread_use(&s0.dev_threads, &s1.dev_threads, secs);
+    let controller_threads = thread_use(&s0.me_threads, &s1.me_threads, secs);
+    let r = ScaleResult {
+        devices: n,
+        connected,
+        period_us,
+        seconds,
+        dhf,
+        hires,
+        total_gaps_over_3: per.iter().map(|s| s.gaps_over_3).sum(),
+        worst,
+        median_dev_p99_us: median,
+        // Controller frames to all devices interleave: their stream is per-AR, report the
+        // aggregate only as a frame count.
+        controller_stream: intervals(&ctl_ts, period_ns / (connected.max(1) as u64)),
+        bare: intervals(&bare_ts, period_ns),
+        device_watchdog_trips: s1.trips - s0.trips,
+        controller_watchdog_expiries: ctl_trip_times.len() as u64,
+        ars_not_in_data_exchange: not_dx,
+        devices_total_cpu_pct: dev_cpu,
+        this_process_cpu_pct: cpu_pct(s0.me_cpu, s1.me_cpu, secs),
+        devices_rss_kb_max: rss_max,
+        devices_per_process,
+        farm: opts.farm,
+        recorder_drops: rec.drops() - drops0,
+        loadavg_before,
+        setup_seconds,
+        idle_seconds: idle_secs,
+        idle_total_cpu_pct: idle_total,
+        idle_threads,
+        connect_parallel: parallel,
+        connect_ms_p50: up.p50_ms(),
+        connect_ms_max: up.max_ms(),
+        connect_failures: up.failures,
+        lost_during_setup,
+        device_threads,
+        controller_threads,
+        controller_ticks: s1.ticks.ticks.saturating_sub(s0.ticks.ticks),
+        controller_missed_ticks: s1.ticks.missed_ticks.saturating_sub(s0.ticks.missed_ticks),
+        controller_max_lateness_us: s1.ticks.max_lateness_us,
+        device_trips_explained: explained(&dev_trip_times),
+        controller_trips_explained: explained(&ctl_trip_times),
+        bare_gaps_over_dhf: bare_gaps.len() as u64,
+        loadavg_after,
+        ar_ends: ends.iter().map(|(_, e)| e.clone()).collect(),
+        device_trip_times_ns: dev_trip_times.clone(),
+        controller_trip_times_ns: ctl_trip_times.clone(),
+        bare_gaps_over_dhf_ns: bare_gaps,
+        explain_window_ns: EXPLAIN_WINDOW_NS,
+        per_device: per,
+    };
+    print_result(&r, macs.len(), &bare_report);
+    write_json(&opts.out, &r)?;
+    drop(ars);
+    drop(rec);
+    drop(devs);
+    drop(ctl_ns);
+    Ok(())
+}
+
+/// The lab: a temporary directory for the devices' files, the controller namespace with its
+/// bridge, and the device side (daemons or the farm) attached to it.
+fn lab(opts: &ScaleArgs, hires: bool) -> Result<(tempfile::TempDir, NetNs, String, Side), String> {
+    let n = opts.devices as usize;
     let mut dir = tempfile::Builder::new()
         .prefix("pn-bench-scale-")
         .tempdir()
@@ -234,286 +366,188 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
     } else {
         Side::daemons(n, dir.path(), &ctl_ns, &br, hires)?
     };
-    devs.wait_ready()?;
-    let pids = devs.pids();
-    // Phase 1: idle daemons (no AR), after a settling second.
-    let (idle_threads, idle_secs) = if idle_seconds > 0 {
-        nap(Duration::from_secs(1));
-        let t0 = raw::mono_ns();
-        let a = threads_of(&pids);
-        nap(Duration::from_secs(idle_seconds));
-        let b = threads_of(&pids);
-        let secs = (raw::mono_ns() - t0) as f64 / 1e9;
-        let u = thread_use(&a, &b, secs);
-        print_thread_use(
-            &format!(
-                "idle ({n} devices without an AR, {secs:.1} s, loadavg {:.2})",
-                raw::loadavg1()
-            ),
-            &u,
-        );
-        (u, secs)
+    Ok((dir, ctl_ns, br, devs))
+}
+
+/// The device trips (log lines) and controller watchdog expiries (events) between `from_ns`
+/// and a second after `to_ns` (CLOCK_REALTIME; the device logs a trip up to ~12 ms late).
+fn trip_times(
+    events: &[(u64, Event)],
+    devs: &Side,
+    from_ns: u64,
+    to_ns: u64,
+) -> (Vec<u64>, Vec<u64>) {
+    let in_window = |t: u64| t >= from_ns && t <= to_ns + 1_000_000_000;
+    let ctl = events
+        .iter()
+        .filter(|(t, e)| matches!(e, Event::WatchdogExpired { .. }) && in_window(*t))
+        .map(|(t, _)| *t)
+        .collect();
+    let dev = devs
+        .trip_times()
+        .into_iter()
+        .filter(|t| in_window(*t))
+        .collect();
+    (dev, ctl)
+}
+
+/// The gaps of at least `min_ns` in a sorted stream of send times (start, length in ns).
+fn gaps_at_least(ts: &[u64], min_ns: u64) -> Vec<(u64, u64)> {
+    ts.windows(2)
+        .filter(|w| w[1] - w[0] >= min_ns)
+        .map(|w| (w[0], w[1] - w[0]))
+        .collect()
+}
+
+/// The argument checks `run` needs beyond clap's.
+fn check_args(opts: &ScaleArgs) -> Result<(), String> {
+    let max = if opts.farm {
+        side::MAX_FARM
     } else {
-        (Vec::new(), 0.0)
+        side::MAX_DAEMONS
     };
-    let idle_total: f64 = idle_threads.iter().map(|t| t.cpu_pct).sum();
-    if opts.idle_only {
-        return Ok(());
+    if !(1..=max).contains(&(opts.devices as usize)) {
+        return Err(format!("--devices 1..={max}"));
     }
-    let setup0 = Instant::now();
-    let rec = Recorder::start(ctl_ns.path(), &br)?;
-    let units = (period_us * 1000 / 31_250).max(1) as u16;
-    let brc = br.clone();
-    let ctl = ctl_ns
-        .enter(move || {
-            let mut c = ControllerConfig::new(&brc);
-            c.send_clock_factor = units;
-            c.realtime = RealtimeOptions {
-                fifo_priority: Some(ctl_prio),
-                lock_memory: false,
-            };
-            Controller::start(c)
-        })?
-        .map_err(|e| format!("controller: {e}"))?;
-    // Every controller event with its CLOCK_REALTIME time of arrival.
-    let events: Arc<Mutex<Vec<(u64, Event)>>> = Arc::default();
-    let ev_stop = Arc::new(AtomicBool::new(false));
-    let ev_thread = {
+    if !(1..=64).contains(&opts.connect_parallel) {
+        return Err("--connect-parallel 1..=64".into());
+    }
+    if !pn_testkit::env::is_root() {
+        return Err("needs root".into());
+    }
+    Ok(())
+}
+
+/// The controller (this process, in the controller namespace) on the bridge `br`, its cyclic
+/// thread at SCHED_FIFO `prio`.
+fn start_controller(ns: &NetNs, br: &str, units: u16, prio: i32) -> Result<Controller, String> {
+    let br = br.to_string();
+    ns.enter(move || {
+        let mut c = ControllerConfig::new(&br);
+        c.send_clock_factor = units;
+        c.realtime = RealtimeOptions {
+            fifo_priority: Some(prio),
+            lock_memory: false,
+        };
+        Controller::start(c)
+    })?
+    .map_err(|e| format!("controller: {e}"))
+}
+
+/// The bare sender beside the (first) device for the measurement and two seconds more.
+fn spawn_bare(devs: &Side, period_us: u64, seconds: u64) -> Result<ChildGuard, String> {
+    let b = sibling_binary("pn-bare-sender")?;
+    let (bare_ns, bare_nic) = devs.bare_host();
+    let c = bare_ns
+        .command(b)
+        .args([
+            "--iface",
+            bare_nic,
+            "--period-us",
+            &period_us.to_string(),
+            "--duration-s",
+            &(seconds + 2).to_string(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    Ok(ChildGuard(Some(c)))
+}
+
+/// Releases (or aborts) the ARs and shuts the controller down however `run` ends.
+struct Ars(Vec<ArHandle>, Option<Controller>);
+
+impl Drop for Ars {
+    fn drop(&mut self) {
+        for a in self.0.drain(..) {
+            if a.state() == ArState::DataExchange {
+                let _ = a.release();
+            } else {
+                a.abort();
+            }
+        }
+        if let Some(c) = self.1.take() {
+            c.shutdown();
+        }
+    }
+}
+
+/// Every controller event with its CLOCK_REALTIME time of arrival, collected by a thread.
+struct EventLog {
+    events: Arc<Mutex<Vec<(u64, Event)>>>,
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl EventLog {
+    fn start(ctl: &Controller) -> EventLog {
         let rx = ctl.events();
-        let (events, stop) = (events.clone(), ev_stop.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
+        let events: Arc<Mutex<Vec<(u64, Event)>>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ev, st) = (events.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !st.load(Ordering::Relaxed) {
                 if let Ok(e) = rx.recv_timeout(Duration::from_millis(100)) {
-                    let mut v = events.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut v = ev.lock().unwrap_or_else(|p| p.into_inner());
                     v.push((raw::realtime_ns(), e));
                 }
             }
-        })
-    };
-    struct Ars(Vec<ArHandle>, Option<Controller>);
-    impl Drop for Ars {
-        fn drop(&mut self) {
-            for a in self.0.drain(..) {
-                if a.state() == ArState::DataExchange {
-                    let _ = a.release();
-                } else {
-                    a.abort();
-                }
-            }
-            if let Some(c) = self.1.take() {
-                c.shutdown();
-            }
+        });
+        EventLog {
+            events,
+            stop,
+            thread,
         }
     }
-    let mut ars = Ars(Vec::new(), Some(ctl));
-    // Phase 2: connect, `parallel` at a time (each worker takes the next device).
-    let mut cfgs = Vec::new();
-    for d in &devs.targets {
-        let model = DeviceConfig::parse(&d.xml)
-            .map_err(|e| format!("model: {e}"))?
-            .model;
-        let mut c = ArConfig::new(model);
-        c.device_ip = Some(d.ip);
-        c.timing.send_clock_factor = units;
-        c.timing.reduction_ratio = 1;
-        c.timing.data_hold_factor = dhf;
-        c.timing.watchdog_factor = dhf;
-        c.app_ready_timeout = Duration::from_secs(10);
-        cfgs.push(c);
+
+    fn finish(self) -> Vec<(u64, Event)> {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.thread.join();
+        std::mem::take(&mut *self.events.lock().unwrap_or_else(|p| p.into_inner()))
     }
-    let next = AtomicUsize::new(0);
-    type Outcome = (usize, Result<ArHandle, String>, f64);
-    let outcomes: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
-    {
-        let ctl = ars.1.as_ref().ok_or("no controller")?;
-        std::thread::scope(|sc| {
-            for _ in 0..parallel.min(n) {
-                sc.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= cfgs.len() || stopped() {
-                        break;
-                    }
-                    let t = Instant::now();
-                    let r = ctl.connect(cfgs[i].clone()).map_err(|e| e.to_string());
-                    let ms = t.elapsed().as_secs_f64() * 1000.0;
-                    outcomes
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push((i, r, ms));
-                });
-            }
-        });
-    }
-    if stopped() {
-        return Err("interrupted".into());
-    }
-    let mut outcomes = outcomes.into_inner().unwrap_or_else(|p| p.into_inner());
-    outcomes.sort_by_key(|o| o.0);
-    let mut connect_ms: Vec<f64> = outcomes.iter().map(|o| o.2).collect();
-    connect_ms.sort_by(f64::total_cmp);
-    let mut connect_failures = Vec::new();
-    for (i, r, _) in outcomes {
-        match r {
-            Ok(h) => ars.0.push(h),
-            Err(e) => {
-                eprintln!("device {i}: connect failed: {e}");
-                connect_failures.push(format!("device {i}: {e}"));
-            }
+}
+
+/// What is sampled at the start and at the end of the measurement.
+struct Snapshot {
+    mono_ns: u64,
+    real_ns: u64,
+    /// CPU ticks of every device process.
+    dev_cpu: Vec<Option<u64>>,
+    dev_threads: Threads,
+    me_threads: Threads,
+    me_cpu: Option<u64>,
+    ticks: TickStats,
+    trips: i64,
+}
+
+impl Snapshot {
+    fn take(pids: &[u32], ctl: Option<&Controller>, devs: &Side) -> Snapshot {
+        Snapshot {
+            mono_ns: raw::mono_ns(),
+            real_ns: raw::realtime_ns(),
+            dev_cpu: pids
+                .iter()
+                .map(|p| raw::cpu_ticks(&format!("/proc/{p}")))
+                .collect(),
+            dev_threads: threads_of(pids),
+            me_threads: threads_of(&[std::process::id()]),
+            me_cpu: raw::cpu_ticks("/proc/self"),
+            ticks: ctl.map(|c| c.tick_stats()).unwrap_or_default(),
+            trips: devs.watchdog_trips(),
         }
     }
-    let connected = ars.0.len();
-    let setup_seconds = setup0.elapsed().as_secs_f64();
-    let lost_during_setup: Vec<String> = ars
-        .0
-        .iter()
-        .filter_map(|a| match a.state() {
-            ArState::DataExchange => None,
-            s => Some(format!("{}: {s:?}", a.station_name())),
-        })
-        .collect();
-    println!(
-        "{connected}/{n} ARs connected in {setup_seconds:.1} s ({parallel} at a time; connect p50 {:.0} ms, max {:.0} ms); {} lost during the set-up; measuring {seconds} s (DataHoldFactor {dhf}, high-resolution timer {})",
-        connect_ms.get(connect_ms.len() / 2).copied().unwrap_or(0.0),
-        connect_ms.last().copied().unwrap_or(0.0),
-        lost_during_setup.len(),
-        if hires { "on" } else { "off" }
-    );
-    for l in lost_during_setup.iter().take(10) {
-        println!("  lost during set-up: {l}");
-    }
-    let bare = {
-        let b = sibling_binary("pn-bare-sender")?;
-        let (bare_ns, bare_nic) = devs.bare_host();
-        let c = bare_ns
-            .command(b)
-            .args([
-                "--iface",
-                bare_nic,
-                "--period-us",
-                &period_us.to_string(),
-                "--duration-s",
-                &(seconds + 2).to_string(),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| e.to_string())?;
-        ChildGuard(Some(c))
-    };
-    nap(Duration::from_millis(500));
-    let trips0 = devs.watchdog_trips();
-    let ticks0 = ars.1.as_ref().map(|c| c.tick_stats()).unwrap_or_default();
-    rec.clear();
-    let drops0 = rec.drops();
-    let cpu0: Vec<Option<u64>> = pids
-        .iter()
-        .map(|p| raw::cpu_ticks(&format!("/proc/{p}")))
-        .collect();
-    let dev_thr0 = threads_of(&pids);
-    let me = std::process::id();
-    let me_thr0 = threads_of(&[me]);
-    let me0 = raw::cpu_ticks("/proc/self");
-    let t0 = raw::mono_ns();
-    let t0_real = raw::realtime_ns();
-    // Like a PLC, reconnect an AR that ended, so that one trip does not end the measurement
-    // of that device; every end is recorded with its reason.
-    let ends: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
-    {
-        let ctl = ars.1.as_ref().ok_or("no controller")?;
-        let slots: Vec<Mutex<Option<ArHandle>>> = std::mem::take(&mut ars.0)
-            .into_iter()
-            .map(|h| Mutex::new(Some(h)))
-            .collect();
-        let by_station: HashMap<String, usize> = cfgs
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (c.model.station_name.clone(), i))
-            .collect();
-        let done = AtomicBool::new(false);
-        std::thread::scope(|sc| {
-            sc.spawn(|| {
-                let mut retry_at: HashMap<usize, Instant> = HashMap::new();
-                while !done.load(Ordering::Relaxed) && !stopped() {
-                    for slot in &slots {
-                        let mut g = slot.lock().unwrap_or_else(|p| p.into_inner());
-                        let Some(h) = g.as_ref() else { continue };
-                        let st = h.state();
-                        if st == ArState::DataExchange {
-                            continue;
-                        }
-                        let station = h.station_name().to_string();
-                        ends.lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .push((raw::realtime_ns(), format!("{station}: {st:?}")));
-                        h.abort();
-                        *g = None;
-                        if let Some(&i) = by_station.get(&station) {
-                            retry_at.insert(i, Instant::now() + Duration::from_millis(100));
-                        }
-                    }
-                    let now = Instant::now();
-                    let due: Vec<usize> = retry_at
-                        .iter()
-                        .filter(|(_, t)| **t <= now)
-                        .map(|(i, _)| *i)
-                        .collect();
-                    for i in due {
-                        match ctl.connect(cfgs[i].clone()) {
-                            Ok(h) => {
-                                retry_at.remove(&i);
-                                if let Some(slot) = slots
-                                    .iter()
-                                    .find(|s| s.lock().unwrap_or_else(|p| p.into_inner()).is_none())
-                                {
-                                    *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(h);
-                                }
-                            }
-                            Err(_) => {
-                                retry_at.insert(i, Instant::now() + Duration::from_millis(200));
-                            }
-                        }
-                    }
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-            });
-            nap(Duration::from_secs(seconds));
-            done.store(true, Ordering::Relaxed);
-        });
-        ars.0 = slots
-            .into_iter()
-            .filter_map(|s| s.into_inner().unwrap_or_else(|p| p.into_inner()))
-            .collect();
-    }
-    let ends = ends.into_inner().unwrap_or_else(|p| p.into_inner());
-    let secs = (raw::mono_ns() - t0) as f64 / 1e9;
-    let t1_real = raw::realtime_ns();
-    let recs = rec.take();
-    let me1 = raw::cpu_ticks("/proc/self");
-    let me_thr1 = threads_of(&[me]);
-    let dev_thr1 = threads_of(&pids);
-    let cpu1: Vec<Option<u64>> = pids
-        .iter()
-        .map(|p| raw::cpu_ticks(&format!("/proc/{p}")))
-        .collect();
-    let ticks1 = ars.1.as_ref().map(|c| c.tick_stats()).unwrap_or_default();
-    let loadavg_after = raw::loadavg1();
-    let (rss_max, devices_per_process) = devs.rss_max_kb();
-    let not_dx = ars
-        .0
-        .iter()
-        .filter(|a| a.state() != ArState::DataExchange)
-        .count();
-    let trips1 = devs.watchdog_trips();
-    let bare_report = bare.finish(Duration::from_secs(4));
-    ev_stop.store(true, Ordering::Relaxed);
-    let _ = ev_thread.join();
-    if stopped() {
-        return Err("interrupted".into());
-    }
-    let period_ns = period_us * 1000;
-    let macs = rec.macs();
-    let mut per: Vec<IntervalStats> = (0..macs.len())
+}
+
+/// Interval statistics of every device's cyclic stream (by source index), and the sorted
+/// send times of the controller's and of the bare sender's frames.
+fn streams(
+    recs: &[super::recorder::Rec],
+    sources: usize,
+    period_ns: u64,
+) -> (Vec<IntervalStats>, Vec<u64>, Vec<u64>) {
+    let per = (0..sources)
         .map(|i| {
             let ts: Vec<u64> = recs
                 .iter()
@@ -523,101 +557,16 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
             intervals(&ts, period_ns)
         })
         .collect();
-    per.sort_by(|a, b| a.dev_p99.total_cmp(&b.dev_p99));
-    let worst = per.last().cloned().unwrap_or_default();
-    let median = per.get(per.len() / 2).map_or(0.0, |s| s.dev_p99);
-    let ctl_ts: Vec<u64> = recs
-        .iter()
-        .filter(|r| r.kind == Kind::CtlCyclic)
-        .map(|r| r.ts)
-        .collect();
-    let mut bare_ts: Vec<u64> = recs
-        .iter()
-        .filter(|r| r.kind == Kind::Bare)
-        .map(|r| r.ts)
-        .collect();
-    bare_ts.sort_unstable();
-    let dev_cpu: f64 = cpu0
-        .iter()
-        .zip(&cpu1)
-        .filter_map(|(a, b)| cpu_pct(*a, *b, secs))
-        .sum();
-    // Trips of the measurement and whether the bare sender had a gap of DataHoldFactor cycles
-    // (the time a watchdog needs) ending within EXPLAIN_WINDOW_NS before them.
-    let dhf_ns = u64::from(dhf) * period_ns;
-    let in_window = |t: u64| t >= t0_real && t <= t1_real + 1_000_000_000;
-    let ctl_trip_times: Vec<u64> = events
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .filter(|(t, e)| matches!(e, Event::WatchdogExpired { .. }) && in_window(*t))
-        .map(|(t, _)| *t)
-        .collect();
-    let dev_trip_times: Vec<u64> = devs
-        .trip_times()
-        .into_iter()
-        .filter(|t| in_window(*t))
-        .collect();
-    let explained = |ts: &[u64]| {
-        ts.iter()
-            .filter(|t| bare_gap_near(&bare_ts, **t, dhf_ns, EXPLAIN_WINDOW_NS))
-            .count()
+    let of = |k: Kind| -> Vec<u64> {
+        let mut v: Vec<u64> = recs.iter().filter(|r| r.kind == k).map(|r| r.ts).collect();
+        v.sort_unstable();
+        v
     };
-    let device_threads = thread_use(&dev_thr0, &dev_thr1, secs);
-    let controller_threads = thread_use(&me_thr0, &me_thr1, secs);
-    let r = ScaleResult {
-        devices: n,
-        connected,
-        period_us,
-        seconds,
-        dhf,
-        hires,
-        total_gaps_over_3: per.iter().map(|s| s.gaps_over_3).sum(),
-        worst,
-        median_dev_p99_us: median,
-        // Controller frames to all devices interleave: their stream is per-AR, report the
-        // aggregate only as a frame count.
-        controller_stream: intervals(&ctl_ts, period_ns / (connected.max(1) as u64)),
-        bare: intervals(&bare_ts, period_ns),
-        device_watchdog_trips: trips1 - trips0,
-        controller_watchdog_expiries: ctl_trip_times.len() as u64,
-        ars_not_in_data_exchange: not_dx,
-        devices_total_cpu_pct: dev_cpu,
-        this_process_cpu_pct: cpu_pct(me0, me1, secs),
-        devices_rss_kb_max: rss_max,
-        devices_per_process,
-        farm: opts.farm,
-        recorder_drops: rec.drops() - drops0,
-        loadavg_before,
-        setup_seconds,
-        idle_seconds: idle_secs,
-        idle_total_cpu_pct: idle_total,
-        idle_threads,
-        connect_parallel: parallel,
-        connect_ms_p50: connect_ms.get(connect_ms.len() / 2).copied().unwrap_or(0.0),
-        connect_ms_max: connect_ms.last().copied().unwrap_or(0.0),
-        connect_failures,
-        lost_during_setup,
-        device_threads,
-        controller_threads,
-        controller_ticks: ticks1.ticks.saturating_sub(ticks0.ticks),
-        controller_missed_ticks: ticks1.missed_ticks.saturating_sub(ticks0.missed_ticks),
-        controller_max_lateness_us: ticks1.max_lateness_us,
-        device_trips_explained: explained(&dev_trip_times),
-        controller_trips_explained: explained(&ctl_trip_times),
-        bare_gaps_over_dhf: bare_ts.windows(2).filter(|w| w[1] - w[0] >= dhf_ns).count() as u64,
-        loadavg_after,
-        ar_ends: ends.iter().map(|(_, e)| e.clone()).collect(),
-        device_trip_times_ns: dev_trip_times.clone(),
-        controller_trip_times_ns: ctl_trip_times.clone(),
-        bare_gaps_over_dhf_ns: bare_ts
-            .windows(2)
-            .filter(|w| w[1] - w[0] >= dhf_ns)
-            .map(|w| (w[0], w[1] - w[0]))
-            .collect(),
-        explain_window_ns: EXPLAIN_WINDOW_NS,
-        per_device: per,
-    };
+    (per, of(Kind::CtlCyclic), of(Kind::Bare))
+}
+
+/// The result as a markdown table row, the AR ends by reason, and the threads' CPU use.
+fn print_result(r: &ScaleResult, streams: usize, bare_report: &str) {
     println!("| devices | connected | DHF | seconds | streams | worst \\|dev\\| p99/max (us) | median \\|dev\\| p99 (us) | gaps>3 all devices | bare \\|dev\\| p99/max (us) | bare gaps>3 / >=DHF | wd trips dev/ctl (explained by a bare gap) | ARs lost (set-up / end) | devices CPU % | controller proc CPU % | ctl missed ticks / max late (us) | max RSS kB | loadavg before/after |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     println!(
         "| {} | {} | {} | {} | {} | {:.1}/{:.1} | {:.1} | {} | {:.1}/{:.1} | {}/{} | {}/{} ({}/{}) | {}/{} | {:.0} | {:.0} | {}/{} | {} | {:.1}/{:.1} |",
@@ -625,7 +574,7 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
         r.connected,
         r.dhf,
         r.seconds,
-        macs.len(),
+        streams,
         r.worst.dev_p99,
         r.worst.dev_max,
         r.median_dev_p99_us,
@@ -666,20 +615,37 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
     print_thread_use("this process (controller, recorder)", &r.controller_threads);
     println!(
         "trip times seen: device {} (log lines), controller {} (events); bare sender: {}; recorder drops {}; setup {:.1} s",
-        dev_trip_times.len(),
-        ctl_trip_times.len(),
+        r.device_trip_times_ns.len(),
+        r.controller_trip_times_ns.len(),
         bare_report.trim(),
         r.recorder_drops,
         r.setup_seconds
     );
-    write_json(&opts.out, &r)?;
-    drop(ars);
-    drop(rec);
-    drop(devs);
-    drop(ctl_ns);
-    Ok(())
 }
 
+/// Phase 1: the devices' CPU time per thread name while idle (no AR) for `seconds`.
+fn idle_phase(pids: &[u32], n: usize, seconds: u64) -> (Vec<ThreadUse>, f64) {
+    if seconds == 0 {
+        return (Vec::new(), 0.0);
+    }
+    nap(Duration::from_secs(1));
+    let t0 = raw::mono_ns();
+    let a = threads_of(pids);
+    nap(Duration::from_secs(seconds));
+    let b = threads_of(pids);
+    let secs = (raw::mono_ns() - t0) as f64 / 1e9;
+    let u = thread_use(&a, &b, secs);
+    print_thread_use(
+        &format!(
+            "idle ({n} devices without an AR, {secs:.1} s, loadavg {:.2})",
+            raw::loadavg1()
+        ),
+        &u,
+    );
+    (u, secs)
+}
+
+mod ars;
 mod side;
 
 #[cfg(test)]
