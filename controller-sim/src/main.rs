@@ -319,32 +319,7 @@ fn out(json: bool, v: serde_json::Value, text: String) {
 
 fn run(cli: Cli) -> Result<(), Error> {
     match &cli.cmd {
-        Cmd::Discover { delay_factor } => {
-            let ctl = start(&cli, None)?;
-            let devs = ctl.dcp_identify_all(*delay_factor, Duration::from_millis(300))?;
-            if cli.json {
-                println!("{}", serde_json::to_string(&devs).unwrap_or_default());
-            } else {
-                println!(
-                    "{:<17}  {:<30} {:<15} {:<11} type",
-                    "MAC", "NameOfStation", "IP", "vendor/dev"
-                );
-                for d in &devs {
-                    println!(
-                        "{:<17}  {:<30} {:<15} {:<11} {}",
-                        d.mac.to_string(),
-                        d.name_of_station,
-                        d.ip.map(|i| i.to_string()).unwrap_or_default(),
-                        match (d.vendor_id, d.device_id) {
-                            (Some(v), Some(i)) => format!("{v:04x}/{i:04x}"),
-                            _ => String::new(),
-                        },
-                        d.type_of_station
-                    );
-                }
-                println!("{} device(s)", devs.len());
-            }
-        }
+        Cmd::Discover { delay_factor } => discover(&cli, *delay_factor)?,
         Cmd::SetName {
             target,
             name,
@@ -402,42 +377,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             subslot,
             index,
             max_len,
-        } => {
-            let ctl = start(&cli, Some(dev))?;
-            let data = if dev.config.is_some() || dev.gsdml.is_some() {
-                let h = connect(&ctl, dev, Vec::new())?;
-                let r = h.read_record(*slot, *subslot, *index, *max_len);
-                let _ = h.release();
-                r?
-            } else {
-                let station = dev
-                    .station
-                    .clone()
-                    .ok_or_else(|| Error::Config("give --station".into()))?;
-                let d = ctl
-                    .dcp_identify_name(&station, Duration::from_millis(2000))?
-                    .ok_or_else(|| Error::NotFound(format!("no device named '{station}'")))?;
-                let ip = dev
-                    .ip
-                    .or(d.ip)
-                    .filter(|i| !i.is_unspecified())
-                    .ok_or_else(|| Error::Config("device has no IP".into()))?;
-                ctl.read_implicit(
-                    ip,
-                    d.vendor_id.unwrap_or(0),
-                    d.device_id.unwrap_or(0),
-                    *slot,
-                    *subslot,
-                    *index,
-                    *max_len,
-                )?
-            };
-            out(
-                cli.json,
-                json!({"ok": true, "slot": slot, "subslot": subslot, "index": index, "length": data.len(), "dataHex": hex::encode(&data)}),
-                format!("{} bytes: {}", data.len(), hex::encode(&data)),
-            );
-        }
+        } => read_record(&cli, dev, *slot, *subslot, *index, *max_len)?,
         Cmd::WriteRecord {
             dev,
             slot,
@@ -464,105 +404,194 @@ fn run(cli: Cli) -> Result<(), Error> {
             duration,
             refresh_ms,
             no_release,
-        } => {
-            let o = hex::decode(outputs.trim_start_matches("0x"))
-                .map_err(|e| Error::Config(format!("--outputs: {e}")))?;
-            let ctl = start(&cli, Some(dev))?;
-            let events = ctl.events();
-            let h = connect(&ctl, dev, o)?;
-            // Ctrl-C and SIGTERM end the run like the duration does: the AR is released
-            // (unless --no-release) instead of being left to the device's watchdog.
-            let stop = Arc::new(AtomicBool::new(false));
-            for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-                signal_hook::flag::register(sig, stop.clone()).map_err(Error::Io)?;
-            }
-            let t0 = Instant::now();
-            let end = duration.map(|d| t0 + Duration::from_secs_f64(d.max(0.0)));
-            let mut next_view = t0;
-            loop {
-                if stop.load(Ordering::Relaxed) || end.is_some_and(|e| Instant::now() >= e) {
-                    break;
-                }
-                if Instant::now() < next_view {
-                    // Short naps: a signal is acted on within 20 ms.
-                    std::thread::sleep(Duration::from_millis(20));
-                    continue;
-                }
-                next_view = Instant::now() + Duration::from_millis((*refresh_ms).max(50));
-                let st = h.status();
-                let inp = h.inputs();
-                let ts = ctl.tick_stats();
-                let evs: Vec<Event> = events.try_iter().collect();
-                if cli.json {
-                    println!(
-                        "{}",
-                        json!({"t": t0.elapsed().as_secs_f64(), "status": st, "inputs": {"dataHex": hex::encode(&inp.data), "iopsHex": hex::encode(&inp.iops), "iocsHex": hex::encode(&inp.iocs), "dataStatus": inp.data_status, "cycleCounter": inp.cycle_counter}, "outputsHex": hex::encode(h.outputs()), "ticks": ts, "events": evs})
-                    );
-                } else {
-                    print!("\x1b[2J\x1b[H");
-                    println!(
-                        "pn-controller  {}  AR {} '{}' {} ({})  t={:.1}s",
-                        cli.interface,
-                        st.id,
-                        st.station_name,
-                        st.device_ip,
-                        st.device_mac,
-                        t0.elapsed().as_secs_f64()
-                    );
-                    println!(
-                        "state      {}   cycle {} us   frame ids in {:#06x} out {:#06x}",
-                        st.state, st.cycle_us, st.input_frame_id, st.output_frame_id
-                    );
-                    println!("sent       {} frames ({} missed slots)   tick max late {} us, missed ticks {}", st.frames_sent, st.missed_send_slots, ts.max_lateness_us, ts.missed_ticks);
-                    println!(
-                        "received   {} frames ({} new, {} invalid, {} dup)   watchdog expiries {}",
-                        st.frames_received,
-                        st.frames_new_data,
-                        st.frames_invalid,
-                        st.frames_duplicate,
-                        st.watchdog_expiries
-                    );
-                    println!(
-                        "inputs     {}   IOPS {}   IOCS {}   DataStatus {}",
-                        hex::encode(&inp.data),
-                        hex::encode(&inp.iops),
-                        hex::encode(&inp.iocs),
-                        inp.data_status.map_or("none yet".to_string(), |d| {
-                            pn_protocol::wire::rt::DataStatus(d).to_string()
-                        })
-                    );
-                    println!("outputs    {}", hex::encode(h.outputs()));
-                    println!("alarms     {}", st.alarms_received);
-                    for l in &st.module_diff {
-                        println!("moduleDiff {l}");
-                    }
-                    for e in &evs {
-                        println!("event      {e}");
-                    }
-                    let _ = std::io::stdout().flush();
-                }
-                if matches!(st.state, ArState::Aborted(_) | ArState::Released) {
-                    return Err(Error::Aborted(st.state.to_string()));
-                }
-            }
-            let last = h.status();
-            if !no_release {
-                h.release()?;
-            }
-            let end = if *no_release {
-                "stopped without a release"
-            } else {
-                "released"
-            };
-            if cli.json {
-                println!(
-                    "{}",
-                    json!({"t": t0.elapsed().as_secs_f64(), "end": end, "status": last, "ticks": ctl.tick_stats()})
-                );
-            } else {
-                println!("AR {end}");
-            }
+        } => connect_and_run(&cli, dev, outputs, *duration, *refresh_ms, *no_release)?,
+    }
+    Ok(())
+}
+
+/// `discover`: DCP Identify All, the answers as a table or JSON.
+fn discover(cli: &Cli, delay_factor: u16) -> Result<(), Error> {
+    let ctl = start(cli, None)?;
+    let devs = ctl.dcp_identify_all(delay_factor, Duration::from_millis(300))?;
+    if cli.json {
+        println!("{}", serde_json::to_string(&devs).unwrap_or_default());
+    } else {
+        println!(
+            "{:<17}  {:<30} {:<15} {:<11} type",
+            "MAC", "NameOfStation", "IP", "vendor/dev"
+        );
+        for d in &devs {
+            println!(
+                "{:<17}  {:<30} {:<15} {:<11} {}",
+                d.mac.to_string(),
+                d.name_of_station,
+                d.ip.map(|i| i.to_string()).unwrap_or_default(),
+                match (d.vendor_id, d.device_id) {
+                    (Some(v), Some(i)) => format!("{v:04x}/{i:04x}"),
+                    _ => String::new(),
+                },
+                d.type_of_station
+            );
         }
+        println!("{} device(s)", devs.len());
+    }
+    Ok(())
+}
+
+/// `read-record`: over an AR when the device is described by a configuration or GSDML, else an implicit read (IP and identity from DCP).
+fn read_record(
+    cli: &Cli,
+    dev: &DeviceDesc,
+    slot: u16,
+    subslot: u16,
+    index: u16,
+    max_len: u32,
+) -> Result<(), Error> {
+    let ctl = start(cli, Some(dev))?;
+    let data = if dev.config.is_some() || dev.gsdml.is_some() {
+        let h = connect(&ctl, dev, Vec::new())?;
+        let r = h.read_record(slot, subslot, index, max_len);
+        let _ = h.release();
+        r?
+    } else {
+        let station = dev
+            .station
+            .clone()
+            .ok_or_else(|| Error::Config("give --station".into()))?;
+        let d = ctl
+            .dcp_identify_name(&station, Duration::from_millis(2000))?
+            .ok_or_else(|| Error::NotFound(format!("no device named '{station}'")))?;
+        let ip = dev
+            .ip
+            .or(d.ip)
+            .filter(|i| !i.is_unspecified())
+            .ok_or_else(|| Error::Config("device has no IP".into()))?;
+        ctl.read_implicit(
+            ip,
+            d.vendor_id.unwrap_or(0),
+            d.device_id.unwrap_or(0),
+            slot,
+            subslot,
+            index,
+            max_len,
+        )?
+    };
+    out(
+        cli.json,
+        json!({"ok": true, "slot": slot, "subslot": subslot, "index": index, "length": data.len(), "dataHex": hex::encode(&data)}),
+        format!("{} bytes: {}", data.len(), hex::encode(&data)),
+    );
+    Ok(())
+}
+
+/// `connect-and-run`: one AR with the given outputs, a live view until the duration, Ctrl-C or SIGTERM ends it, then a release (unless `--no-release`).
+fn connect_and_run(
+    cli: &Cli,
+    dev: &DeviceDesc,
+    outputs: &str,
+    duration: Option<f64>,
+    refresh_ms: u64,
+    no_release: bool,
+) -> Result<(), Error> {
+    let o = hex::decode(outputs.trim_start_matches("0x"))
+        .map_err(|e| Error::Config(format!("--outputs: {e}")))?;
+    let ctl = start(cli, Some(dev))?;
+    let events = ctl.events();
+    let h = connect(&ctl, dev, o)?;
+    // Ctrl-C and SIGTERM end the run like the duration does: the AR is released
+    // (unless --no-release) instead of being left to the device's watchdog.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).map_err(Error::Io)?;
+    }
+    let t0 = Instant::now();
+    let end = duration.map(|d| t0 + Duration::from_secs_f64(d.max(0.0)));
+    let mut next_view = t0;
+    loop {
+        if stop.load(Ordering::Relaxed) || end.is_some_and(|e| Instant::now() >= e) {
+            break;
+        }
+        if Instant::now() < next_view {
+            // Short naps: a signal is acted on within 20 ms.
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        }
+        next_view = Instant::now() + Duration::from_millis((refresh_ms).max(50));
+        let st = h.status();
+        let inp = h.inputs();
+        let ts = ctl.tick_stats();
+        let evs: Vec<Event> = events.try_iter().collect();
+        if cli.json {
+            println!(
+                "{}",
+                json!({"t": t0.elapsed().as_secs_f64(), "status": st, "inputs": {"dataHex": hex::encode(&inp.data), "iopsHex": hex::encode(&inp.iops), "iocsHex": hex::encode(&inp.iocs), "dataStatus": inp.data_status, "cycleCounter": inp.cycle_counter}, "outputsHex": hex::encode(h.outputs()), "ticks": ts, "events": evs})
+            );
+        } else {
+            print!("\x1b[2J\x1b[H");
+            println!(
+                "pn-controller  {}  AR {} '{}' {} ({})  t={:.1}s",
+                cli.interface,
+                st.id,
+                st.station_name,
+                st.device_ip,
+                st.device_mac,
+                t0.elapsed().as_secs_f64()
+            );
+            println!(
+                "state      {}   cycle {} us   frame ids in {:#06x} out {:#06x}",
+                st.state, st.cycle_us, st.input_frame_id, st.output_frame_id
+            );
+            println!(
+                "sent       {} frames ({} missed slots)   tick max late {} us, missed ticks {}",
+                st.frames_sent, st.missed_send_slots, ts.max_lateness_us, ts.missed_ticks
+            );
+            println!(
+                "received   {} frames ({} new, {} invalid, {} dup)   watchdog expiries {}",
+                st.frames_received,
+                st.frames_new_data,
+                st.frames_invalid,
+                st.frames_duplicate,
+                st.watchdog_expiries
+            );
+            println!(
+                "inputs     {}   IOPS {}   IOCS {}   DataStatus {}",
+                hex::encode(&inp.data),
+                hex::encode(&inp.iops),
+                hex::encode(&inp.iocs),
+                inp.data_status.map_or("none yet".to_string(), |d| {
+                    pn_protocol::wire::rt::DataStatus(d).to_string()
+                })
+            );
+            println!("outputs    {}", hex::encode(h.outputs()));
+            println!("alarms     {}", st.alarms_received);
+            for l in &st.module_diff {
+                println!("moduleDiff {l}");
+            }
+            for e in &evs {
+                println!("event      {e}");
+            }
+            let _ = std::io::stdout().flush();
+        }
+        if matches!(st.state, ArState::Aborted(_) | ArState::Released) {
+            return Err(Error::Aborted(st.state.to_string()));
+        }
+    }
+    let last = h.status();
+    if !no_release {
+        h.release()?;
+    }
+    let end = if no_release {
+        "stopped without a release"
+    } else {
+        "released"
+    };
+    if cli.json {
+        println!(
+            "{}",
+            json!({"t": t0.elapsed().as_secs_f64(), "end": end, "status": last, "ticks": ctl.tick_stats()})
+        );
+    } else {
+        println!("AR {end}");
     }
     Ok(())
 }
