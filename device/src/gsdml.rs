@@ -310,6 +310,268 @@ pub fn generate(cfg: &RuntimeConfig, opts: &GsdmlOptions) -> Result<String, Stri
     );
     let mut t = Texts(BTreeMap::new());
     let mut x = String::new();
+    prolog(&mut x, &mut t, cfg, &vendor);
+    x.push_str("    <ApplicationProcess>\n      <DeviceAccessPointList>\n");
+    let dap_item = DapItem {
+        dap,
+        max_slot,
+        min_device_interval: limits.min_device_interval,
+        writeable_im: &writeable_im,
+        vendor: &vendor,
+        sw: &sw,
+    };
+    dap_item.emit(&mut x, &mut t, cfg, &groups);
+    system_defined(
+        &mut x,
+        &mut t,
+        interface.ident,
+        &ports,
+        &send_clocks,
+        &ratios,
+    );
+    x.push_str(
+        "          <Graphics>\n            <GraphicItemRef Type=\"DeviceSymbol\" \
+         GraphicItemTarget=\"IDG_Device\"/>\n          </Graphics>\n",
+    );
+    x.push_str("        </DeviceAccessPointItem>\n      </DeviceAccessPointList>\n");
+    let categories = module_list(&mut x, &mut t, cfg, &groups, &sw);
+    epilog(&mut x, &mut t, cfg, opts, &categories);
+    Ok(x)
+}
+
+/// The DeviceAccessPointItem's own part: its attributes, ModuleInfo, the useable modules and
+/// the DAP's virtual submodules.
+struct DapItem<'a> {
+    dap: &'a ModuleConfig,
+    max_slot: u16,
+    min_device_interval: u32,
+    writeable_im: &'a [String],
+    vendor: &'a str,
+    sw: &'a str,
+}
+
+impl DapItem<'_> {
+    fn emit(
+        &self,
+        x: &mut String,
+        t: &mut Texts,
+        cfg: &RuntimeConfig,
+        groups: &BTreeMap<u32, (Vec<u16>, &ModuleConfig)>,
+    ) {
+        let (vendor, sw, max_slot) = (self.vendor, self.sw, self.max_slot);
+        let dap_name = t.add("IDT_NAME_DAP", &cfg.im0.product_name);
+        let dap_info = t.add(
+            "IDT_INFO_DAP",
+            &format!(
+                "{} - generated for station {}",
+                cfg.im0.product_name,
+                dns_name(cfg)
+            ),
+        );
+        let _ = writeln!(
+            x,
+            "        <DeviceAccessPointItem ID=\"IDD_1\" PNIO_Version=\"V2.4\" \
+             RequiredSchemaVersion=\"V2.4\" PhysicalSlots=\"0..{max_slot}\" \
+             ModuleIdentNumber=\"{:#010X}\" MinDeviceInterval=\"{}\" DNS_CompatibleName=\"{}\" \
+             FixedInSlots=\"0\" ObjectUUID_LocalIndex=\"1\" DeviceAccessSupported=\"false\" \
+             MultipleWriteSupported=\"true\" SharedDeviceSupported=\"false\" \
+             CheckDeviceID_Allowed=\"true\" NameOfStationNotTransferable=\"false\" \
+             LLDP_NoD_Supported=\"true\" ResetToFactoryModes=\"2\" AddressAssignment=\"DCP\">",
+            self.dap.ident,
+            self.min_device_interval,
+            esc(&dns_name(cfg))
+        );
+        let _ = writeln!(
+            x,
+            "          <ModuleInfo>\n            <Name TextId=\"{dap_name}\"/>\n            <InfoText \
+             TextId=\"{dap_info}\"/>\n            <VendorName Value=\"{vendor}\"/>\n            \
+             <OrderNumber Value=\"{}\"/>\n            <HardwareRelease Value=\"{}\"/>\n            \
+             <SoftwareRelease Value=\"{sw}\"/>\n          </ModuleInfo>",
+            esc(if cfg.im0.order_id.is_empty() {
+                "-"
+            } else {
+                &cfg.im0.order_id
+            }),
+            cfg.im0.hardware_revision
+        );
+        x.push_str(
+            "          <CertificationInfo ConformanceClass=\"B\" ApplicationClass=\"\" NetloadClass=\"I\"/>\n",
+        );
+        x.push_str("          <IOConfigData MaxInputLength=\"1440\" MaxOutputLength=\"1440\"/>\n");
+        if !groups.is_empty() {
+            x.push_str("          <UseableModules>\n");
+            for (ident, (slots, _)) in groups {
+                let s = slot_list(slots);
+                let _ = writeln!(
+                    x,
+                    "            <ModuleItemRef ModuleItemTarget=\"IDM_{ident:08X}\" \
+                     AllowedInSlots=\"{s}\" FixedInSlots=\"{s}\"/>"
+                );
+            }
+            x.push_str("          </UseableModules>\n");
+        }
+        x.push_str("          <VirtualSubmoduleList>\n");
+        for s in self.dap.submodules.iter().filter(|s| s.subslot < 0x8000) {
+            let id = format!("IDS_DAP_{}", s.subslot);
+            let im = if self.writeable_im.is_empty() || s.subslot != 1 {
+                String::new()
+            } else {
+                format!(" Writeable_IM_Records=\"{}\"", self.writeable_im.join(" "))
+            };
+            let _ = writeln!(
+                x,
+                "            <VirtualSubmoduleItem ID=\"{id}\" SubmoduleIdentNumber=\"{:#010X}\" \
+                 FixedInSubslots=\"{}\" MayIssueProcessAlarm=\"false\"{im}>",
+                s.ident, s.subslot
+            );
+            items::io_data(x, "              ", s, &id, t);
+            items::record_data_list(x, "              ", &s.records, &id, t);
+            let _ = writeln!(
+                x,
+                "              <ModuleInfo>\n                <Name TextId=\"{dap_name}\"/>\n                \
+                 <InfoText TextId=\"{dap_info}\"/>\n              </ModuleInfo>\n            \
+                 </VirtualSubmoduleItem>"
+            );
+        }
+        x.push_str("          </VirtualSubmoduleList>\n");
+    }
+}
+
+/// The interface and port submodules (SystemDefinedSubmoduleList).
+fn system_defined(
+    x: &mut String,
+    t: &mut Texts,
+    interface_ident: u32,
+    ports: &[&pn_device_formats::config::SubmoduleConfig],
+    send_clocks: &str,
+    ratios: &str,
+) {
+    x.push_str("          <SystemDefinedSubmoduleList>\n");
+    let if_name = t.add("IDT_NAME_IS", "X1");
+    let _ = writeln!(
+        x,
+        "            <InterfaceSubmoduleItem ID=\"IDS_I\" SubmoduleIdentNumber=\"{:#010X}\" \
+         SubslotNumber=\"32768\" TextId=\"{if_name}\" SupportedRT_Classes=\"RT_CLASS_1\" \
+         SupportedProtocols=\"SNMP;LLDP\" NetworkComponentDiagnosisSupported=\"false\" \
+         PTP_BoundarySupported=\"true\" DCP_BoundarySupported=\"true\">\n              \
+         <ApplicationRelations StartupMode=\"Legacy;Advanced\">\n                \
+         <TimingProperties SendClock=\"{send_clocks}\" ReductionRatio=\"{ratios}\"/>\n              \
+         </ApplicationRelations>\n            </InterfaceSubmoduleItem>",
+        interface_ident
+    );
+    for p in ports {
+        let n = p.subslot - 0x8000;
+        let tid = t.add(&format!("IDT_NAME_PS{n}"), &format!("X1 P{n}"));
+        let _ = writeln!(
+            x,
+            "            <PortSubmoduleItem ID=\"IDS_P{n}\" SubmoduleIdentNumber=\"{:#010X}\" \
+             SubslotNumber=\"{}\" TextId=\"{tid}\" MaxPortRxDelay=\"350\" \
+             MaxPortTxDelay=\"160\">\n              <MAUTypeList>\n                \
+             <MAUTypeItem Value=\"16\"/>\n                <MAUTypeItem Value=\"30\"/>\n              \
+             </MAUTypeList>\n            </PortSubmoduleItem>",
+            p.ident, p.subslot
+        );
+    }
+    x.push_str("          </SystemDefinedSubmoduleList>\n");
+}
+
+/// The ModuleList (one ModuleItem per module ident); returns the categories used.
+fn module_list(
+    x: &mut String,
+    t: &mut Texts,
+    cfg: &RuntimeConfig,
+    groups: &BTreeMap<u32, (Vec<u16>, &ModuleConfig)>,
+    sw: &str,
+) -> BTreeMap<&'static str, String> {
+    let mut categories: BTreeMap<&'static str, String> = BTreeMap::new();
+    if !groups.is_empty() {
+        x.push_str("      <ModuleList>\n");
+        for (ident, (slots, m)) in groups {
+            let (ins, outs) = m.submodules.iter().fold((0u32, 0u32), |(i, o), s| {
+                (
+                    i + u32::from(s.output_length),
+                    o + u32::from(s.input_length),
+                )
+            });
+            let mname = t.add(
+                &format!("TOK_Name_IDM_{ident:08X}"),
+                &format!("Module {ident:#010X}: {ins} bytes in, {outs} bytes out"),
+            );
+            let minfo = t.add(
+                &format!("TOK_Info_IDM_{ident:08X}"),
+                &format!(
+                    "Fixed in slot(s) {}; inputs = data from the device, outputs = data to the device",
+                    slot_list(slots)
+                ),
+            );
+            let (cat, cat_name) = category(m);
+            categories.insert(cat, t.add(&format!("TOK_{cat}"), cat_name));
+            let _ = writeln!(
+                x,
+                "        <ModuleItem ID=\"IDM_{ident:08X}\" ModuleIdentNumber=\"{ident:#010X}\">\n          \
+                 <ModuleInfo CategoryRef=\"{cat}\">\n            <Name TextId=\"{mname}\"/>\n            <InfoText \
+                 TextId=\"{minfo}\"/>\n            <HardwareRelease Value=\"{}\"/>\n            \
+                 <SoftwareRelease Value=\"{sw}\"/>\n          </ModuleInfo>\n          \
+                 <VirtualSubmoduleList>",
+                cfg.im0.hardware_revision
+            );
+            for s in &m.submodules {
+                let id = format!("IDSM_{ident:08X}_{}", s.subslot);
+                let _ = writeln!(
+                    x,
+                    "            <VirtualSubmoduleItem ID=\"{id}\" SubmoduleIdentNumber=\"{:#010X}\" \
+                     FixedInSubslots=\"{}\" MayIssueProcessAlarm=\"true\">",
+                    s.ident, s.subslot
+                );
+                items::io_data(x, "              ", s, &id, t);
+                items::record_data_list(x, "              ", &s.records, &id, t);
+                let _ = writeln!(
+                    x,
+                    "              <ModuleInfo>\n                <Name TextId=\"{mname}\"/>\n              \
+                     </ModuleInfo>\n            </VirtualSubmoduleItem>"
+                );
+            }
+            x.push_str("          </VirtualSubmoduleList>\n        </ModuleItem>\n");
+        }
+        x.push_str("      </ModuleList>\n");
+    }
+    categories
+}
+
+/// Channel diagnosis list, graphics, categories and the text list; closes the document.
+fn epilog(
+    x: &mut String,
+    t: &mut Texts,
+    cfg: &RuntimeConfig,
+    opts: &GsdmlOptions,
+    categories: &BTreeMap<&'static str, String>,
+) {
+    items::channel_diag_list(x, t);
+    let _ = writeln!(
+        x,
+        "      <GraphicsList>\n        <GraphicItem ID=\"IDG_Device\" GraphicFile=\"{}\"/>\n      \
+         </GraphicsList>",
+        esc(&icon_stem(cfg, opts))
+    );
+    if !categories.is_empty() {
+        x.push_str("      <CategoryList>\n");
+        for (id, text) in categories {
+            let _ = writeln!(x, "        <CategoryItem ID=\"{id}\" TextId=\"{text}\"/>");
+        }
+        x.push_str("      </CategoryList>\n");
+    }
+    x.push_str("      <ExternalTextList>\n        <PrimaryLanguage>\n");
+    for (id, v) in &t.0 {
+        let _ = writeln!(x, "          <Text TextId=\"{id}\" Value=\"{}\"/>", esc(v));
+    }
+    x.push_str(
+        "        </PrimaryLanguage>\n      </ExternalTextList>\n    </ApplicationProcess>\n  \
+         </ProfileBody>\n</ISO15745Profile>\n",
+    );
+}
+
+/// The XML declaration, the generator comment, the profile header and the device identity.
+fn prolog(x: &mut String, t: &mut Texts, cfg: &RuntimeConfig, vendor: &str) {
     let _ = writeln!(x, "<?xml version=\"1.0\" encoding=\"utf-8\"?>");
     let _ = writeln!(
         x,
@@ -359,189 +621,6 @@ pub fn generate(cfg: &RuntimeConfig, opts: &GsdmlOptions) -> Result<String, Stri
          </DeviceFunction>",
         esc(&cfg.device_name)
     );
-    x.push_str("    <ApplicationProcess>\n      <DeviceAccessPointList>\n");
-    let dap_name = t.add("IDT_NAME_DAP", &cfg.im0.product_name);
-    let dap_info = t.add(
-        "IDT_INFO_DAP",
-        &format!(
-            "{} - generated for station {}",
-            cfg.im0.product_name,
-            dns_name(cfg)
-        ),
-    );
-    let _ = writeln!(
-        x,
-        "        <DeviceAccessPointItem ID=\"IDD_1\" PNIO_Version=\"V2.4\" \
-         RequiredSchemaVersion=\"V2.4\" PhysicalSlots=\"0..{max_slot}\" \
-         ModuleIdentNumber=\"{:#010X}\" MinDeviceInterval=\"{}\" DNS_CompatibleName=\"{}\" \
-         FixedInSlots=\"0\" ObjectUUID_LocalIndex=\"1\" DeviceAccessSupported=\"false\" \
-         MultipleWriteSupported=\"true\" SharedDeviceSupported=\"false\" \
-         CheckDeviceID_Allowed=\"true\" NameOfStationNotTransferable=\"false\" \
-         LLDP_NoD_Supported=\"true\" ResetToFactoryModes=\"2\" AddressAssignment=\"DCP\">",
-        dap.ident,
-        limits.min_device_interval,
-        esc(&dns_name(cfg))
-    );
-    let _ = writeln!(
-        x,
-        "          <ModuleInfo>\n            <Name TextId=\"{dap_name}\"/>\n            <InfoText \
-         TextId=\"{dap_info}\"/>\n            <VendorName Value=\"{vendor}\"/>\n            \
-         <OrderNumber Value=\"{}\"/>\n            <HardwareRelease Value=\"{}\"/>\n            \
-         <SoftwareRelease Value=\"{sw}\"/>\n          </ModuleInfo>",
-        esc(if cfg.im0.order_id.is_empty() {
-            "-"
-        } else {
-            &cfg.im0.order_id
-        }),
-        cfg.im0.hardware_revision
-    );
-    x.push_str(
-        "          <CertificationInfo ConformanceClass=\"B\" ApplicationClass=\"\" NetloadClass=\"I\"/>\n",
-    );
-    x.push_str("          <IOConfigData MaxInputLength=\"1440\" MaxOutputLength=\"1440\"/>\n");
-    if !groups.is_empty() {
-        x.push_str("          <UseableModules>\n");
-        for (ident, (slots, _)) in &groups {
-            let s = slot_list(slots);
-            let _ = writeln!(
-                x,
-                "            <ModuleItemRef ModuleItemTarget=\"IDM_{ident:08X}\" \
-                 AllowedInSlots=\"{s}\" FixedInSlots=\"{s}\"/>"
-            );
-        }
-        x.push_str("          </UseableModules>\n");
-    }
-    x.push_str("          <VirtualSubmoduleList>\n");
-    for s in dap.submodules.iter().filter(|s| s.subslot < 0x8000) {
-        let id = format!("IDS_DAP_{}", s.subslot);
-        let im = if writeable_im.is_empty() || s.subslot != 1 {
-            String::new()
-        } else {
-            format!(" Writeable_IM_Records=\"{}\"", writeable_im.join(" "))
-        };
-        let _ = writeln!(
-            x,
-            "            <VirtualSubmoduleItem ID=\"{id}\" SubmoduleIdentNumber=\"{:#010X}\" \
-             FixedInSubslots=\"{}\" MayIssueProcessAlarm=\"false\"{im}>",
-            s.ident, s.subslot
-        );
-        items::io_data(&mut x, "              ", s, &id, &mut t);
-        items::record_data_list(&mut x, "              ", &s.records, &id, &mut t);
-        let _ = writeln!(
-            x,
-            "              <ModuleInfo>\n                <Name TextId=\"{dap_name}\"/>\n                \
-             <InfoText TextId=\"{dap_info}\"/>\n              </ModuleInfo>\n            \
-             </VirtualSubmoduleItem>"
-        );
-    }
-    x.push_str("          </VirtualSubmoduleList>\n");
-    x.push_str("          <SystemDefinedSubmoduleList>\n");
-    let if_name = t.add("IDT_NAME_IS", "X1");
-    let _ = writeln!(
-        x,
-        "            <InterfaceSubmoduleItem ID=\"IDS_I\" SubmoduleIdentNumber=\"{:#010X}\" \
-         SubslotNumber=\"32768\" TextId=\"{if_name}\" SupportedRT_Classes=\"RT_CLASS_1\" \
-         SupportedProtocols=\"SNMP;LLDP\" NetworkComponentDiagnosisSupported=\"false\" \
-         PTP_BoundarySupported=\"true\" DCP_BoundarySupported=\"true\">\n              \
-         <ApplicationRelations StartupMode=\"Legacy;Advanced\">\n                \
-         <TimingProperties SendClock=\"{send_clocks}\" ReductionRatio=\"{ratios}\"/>\n              \
-         </ApplicationRelations>\n            </InterfaceSubmoduleItem>",
-        interface.ident
-    );
-    for p in &ports {
-        let n = p.subslot - 0x8000;
-        let tid = t.add(&format!("IDT_NAME_PS{n}"), &format!("X1 P{n}"));
-        let _ = writeln!(
-            x,
-            "            <PortSubmoduleItem ID=\"IDS_P{n}\" SubmoduleIdentNumber=\"{:#010X}\" \
-             SubslotNumber=\"{}\" TextId=\"{tid}\" MaxPortRxDelay=\"350\" \
-             MaxPortTxDelay=\"160\">\n              <MAUTypeList>\n                \
-             <MAUTypeItem Value=\"16\"/>\n                <MAUTypeItem Value=\"30\"/>\n              \
-             </MAUTypeList>\n            </PortSubmoduleItem>",
-            p.ident, p.subslot
-        );
-    }
-    x.push_str("          </SystemDefinedSubmoduleList>\n");
-    x.push_str(
-        "          <Graphics>\n            <GraphicItemRef Type=\"DeviceSymbol\" \
-         GraphicItemTarget=\"IDG_Device\"/>\n          </Graphics>\n",
-    );
-    x.push_str("        </DeviceAccessPointItem>\n      </DeviceAccessPointList>\n");
-    let mut categories: BTreeMap<&str, String> = BTreeMap::new();
-    if !groups.is_empty() {
-        x.push_str("      <ModuleList>\n");
-        for (ident, (slots, m)) in &groups {
-            let (ins, outs) = m.submodules.iter().fold((0u32, 0u32), |(i, o), s| {
-                (
-                    i + u32::from(s.output_length),
-                    o + u32::from(s.input_length),
-                )
-            });
-            let mname = t.add(
-                &format!("TOK_Name_IDM_{ident:08X}"),
-                &format!("Module {ident:#010X}: {ins} bytes in, {outs} bytes out"),
-            );
-            let minfo = t.add(
-                &format!("TOK_Info_IDM_{ident:08X}"),
-                &format!(
-                    "Fixed in slot(s) {}; inputs = data from the device, outputs = data to the device",
-                    slot_list(slots)
-                ),
-            );
-            let (cat, cat_name) = category(m);
-            categories.insert(cat, t.add(&format!("TOK_{cat}"), cat_name));
-            let _ = writeln!(
-                x,
-                "        <ModuleItem ID=\"IDM_{ident:08X}\" ModuleIdentNumber=\"{ident:#010X}\">\n          \
-                 <ModuleInfo CategoryRef=\"{cat}\">\n            <Name TextId=\"{mname}\"/>\n            <InfoText \
-                 TextId=\"{minfo}\"/>\n            <HardwareRelease Value=\"{}\"/>\n            \
-                 <SoftwareRelease Value=\"{sw}\"/>\n          </ModuleInfo>\n          \
-                 <VirtualSubmoduleList>",
-                cfg.im0.hardware_revision
-            );
-            for s in &m.submodules {
-                let id = format!("IDSM_{ident:08X}_{}", s.subslot);
-                let _ = writeln!(
-                    x,
-                    "            <VirtualSubmoduleItem ID=\"{id}\" SubmoduleIdentNumber=\"{:#010X}\" \
-                     FixedInSubslots=\"{}\" MayIssueProcessAlarm=\"true\">",
-                    s.ident, s.subslot
-                );
-                items::io_data(&mut x, "              ", s, &id, &mut t);
-                items::record_data_list(&mut x, "              ", &s.records, &id, &mut t);
-                let _ = writeln!(
-                    x,
-                    "              <ModuleInfo>\n                <Name TextId=\"{mname}\"/>\n              \
-                     </ModuleInfo>\n            </VirtualSubmoduleItem>"
-                );
-            }
-            x.push_str("          </VirtualSubmoduleList>\n        </ModuleItem>\n");
-        }
-        x.push_str("      </ModuleList>\n");
-    }
-    items::channel_diag_list(&mut x, &mut t);
-    let _ = writeln!(
-        x,
-        "      <GraphicsList>\n        <GraphicItem ID=\"IDG_Device\" GraphicFile=\"{}\"/>\n      \
-         </GraphicsList>",
-        esc(&icon_stem(cfg, opts))
-    );
-    if !categories.is_empty() {
-        x.push_str("      <CategoryList>\n");
-        for (id, text) in &categories {
-            let _ = writeln!(x, "        <CategoryItem ID=\"{id}\" TextId=\"{text}\"/>");
-        }
-        x.push_str("      </CategoryList>\n");
-    }
-    x.push_str("      <ExternalTextList>\n        <PrimaryLanguage>\n");
-    for (id, v) in &t.0 {
-        let _ = writeln!(x, "          <Text TextId=\"{id}\" Value=\"{}\"/>", esc(v));
-    }
-    x.push_str(
-        "        </PrimaryLanguage>\n      </ExternalTextList>\n    </ApplicationProcess>\n  \
-         </ProfileBody>\n</ISO15745Profile>\n",
-    );
-    Ok(x)
 }
 
 #[cfg(test)]
