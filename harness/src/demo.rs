@@ -132,6 +132,79 @@ fn device_status_after_end() -> Option<serde_json::Value> {
 
 /// Run the demo until Ctrl-C (or for `limit` when given, for tests), recording the link to
 /// `pcap` when given. Returns an error text.
+/// The demo device's configuration, licence and settings in `dir`; returns the configuration.
+fn write_files(dir: &Path) -> Result<String, String> {
+    let xml = config_xml();
+    std::fs::write(dir.join("config.xml"), &xml).map_err(|e| e.to_string())?;
+    write_licence(&dir.join("licence.json"), &Licence::Valid)?;
+    let settings = serde_json::json!({
+        "Network": { "DefaultInterfaceName": HOST_IF },
+        "Paths": {
+            "RuntimeConfig": dir.join("config.xml").display().to_string(),
+            "PersistenceDir": dir.join("persist").display().to_string(),
+        },
+        "Licence": { "CertificatePath": dir.join("licence.json").display().to_string() },
+        "Runtime": { "AutoStart": true },
+    });
+    std::fs::write(dir.join("settings.json"), settings.to_string()).map_err(|e| e.to_string())?;
+    Ok(xml)
+}
+
+/// Wait (up to 20 s) until the daemon reports Initialized with its link up.
+fn wait_initialized(dir: &Path) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(s) = get("/api/status") {
+            if s["state"] == "Initialized" && s["linkUp"] == true {
+                break;
+            }
+        }
+        if Instant::now() > deadline {
+            let log = std::fs::read_to_string(dir.join("device.log")).unwrap_or_default();
+            return Err(format!(
+                "pn-device did not reach Initialized within 20 s; log:\n{log}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+/// A flag set by Ctrl-C (a thread with its own small runtime waits for the signal).
+fn ctrl_c_flag() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("signal runtime");
+        rt.block_on(async {
+            let _ = tokio::signal::ctrl_c().await;
+        });
+        s2.store(true, Ordering::SeqCst);
+    });
+    stop
+}
+
+/// One status line from the daemon's API.
+fn print_status(t0: Instant) {
+    if let (Some(st), Some(io), Some(dg)) = (get("/api/status"), get("/api/io"), get("/api/diag")) {
+        println!(
+            "{:>6.1}s  state={:<12} connected={:<5} I={} Q={} rt rx/tx={}/{} watchdogTrips={} alarms={}",
+            t0.elapsed().as_secs_f64(),
+            st["state"].as_str().unwrap_or("?"),
+            st["connected"],
+            io["inputHex"].as_str().unwrap_or(""),
+            io["outputHex"].as_str().unwrap_or(""),
+            dg["rxRtFrames"],
+            dg["txRtFrames"],
+            dg["watchdogTrips"],
+            st["alarmCount"],
+        );
+    }
+}
+
 pub fn run(limit: Option<Duration>, pcap: Option<&Path>) -> Result<(), String> {
     if !pn_testkit::env::is_root() {
         return Err(
@@ -164,20 +237,7 @@ pub fn run(limit: Option<Duration>, pcap: Option<&Path>) -> Result<(), String> {
         .prefix("pn-lab-demo-")
         .tempdir()
         .map_err(|e| e.to_string())?;
-    let xml = config_xml();
-    std::fs::write(dir.path().join("config.xml"), &xml).map_err(|e| e.to_string())?;
-    write_licence(&dir.path().join("licence.json"), &Licence::Valid)?;
-    let settings = serde_json::json!({
-        "Network": { "DefaultInterfaceName": HOST_IF },
-        "Paths": {
-            "RuntimeConfig": dir.path().join("config.xml").display().to_string(),
-            "PersistenceDir": dir.path().join("persist").display().to_string(),
-        },
-        "Licence": { "CertificatePath": dir.path().join("licence.json").display().to_string() },
-        "Runtime": { "AutoStart": true },
-    });
-    std::fs::write(dir.path().join("settings.json"), settings.to_string())
-        .map_err(|e| e.to_string())?;
+    let xml = write_files(dir.path())?;
     if let Some(p) = pcap {
         cleanup.capture = Some(Capture::start(Command::new("tcpdump"), HOST_IF, p)?);
     }
@@ -193,21 +253,7 @@ pub fn run(limit: Option<Duration>, pcap: Option<&Path>) -> Result<(), String> {
         .map_err(|e| format!("cannot start pn-device: {e}"))?;
     cleanup.device = Some(child);
 
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(s) = get("/api/status") {
-            if s["state"] == "Initialized" && s["linkUp"] == true {
-                break;
-            }
-        }
-        if Instant::now() > deadline {
-            let log = std::fs::read_to_string(dir.path().join("device.log")).unwrap_or_default();
-            return Err(format!(
-                "pn-device did not reach Initialized within 20 s; log:\n{log}"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_initialized(dir.path())?;
     let timing = PeerTiming {
         send_clock_factor: 128,
         reduction_ratio: 1,
@@ -219,18 +265,7 @@ pub fn run(limit: Option<Duration>, pcap: Option<&Path>) -> Result<(), String> {
     println!("pn-lab demo: pn-device (host namespace, NIC {HOST_IF}) <-> pn-controller (namespace, NIC {PEER_IF}), 4 ms cycle");
     println!("dashboard: http://127.0.0.1:18840    stop: Ctrl-C");
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let s2 = stop.clone();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("signal runtime");
-        rt.block_on(async {
-            let _ = tokio::signal::ctrl_c().await;
-        });
-        s2.store(true, Ordering::SeqCst);
-    });
+    let stop = ctrl_c_flag();
     let t0 = Instant::now();
     let running = || !stop.load(Ordering::SeqCst) && limit.map_or(true, |l| t0.elapsed() < l);
     let mut n: u32 = 0;
@@ -277,22 +312,7 @@ pub fn run(limit: Option<Duration>, pcap: Option<&Path>) -> Result<(), String> {
             "/api/io",
             serde_json::json!({ "offset": 0, "data": hex::encode(secs.to_be_bytes()) }),
         );
-        if let (Some(st), Some(io), Some(dg)) =
-            (get("/api/status"), get("/api/io"), get("/api/diag"))
-        {
-            println!(
-                "{:>6.1}s  state={:<12} connected={:<5} I={} Q={} rt rx/tx={}/{} watchdogTrips={} alarms={}",
-                t0.elapsed().as_secs_f64(),
-                st["state"].as_str().unwrap_or("?"),
-                st["connected"],
-                io["inputHex"].as_str().unwrap_or(""),
-                io["outputHex"].as_str().unwrap_or(""),
-                dg["rxRtFrames"],
-                dg["txRtFrames"],
-                dg["watchdogTrips"],
-                st["alarmCount"],
-            );
-        }
+        print_status(t0);
         // The status once a second; an AR's end is seen within 100 ms.
         let next = Instant::now() + Duration::from_secs(1);
         while running() && Instant::now() < next {
