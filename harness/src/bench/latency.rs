@@ -36,6 +36,91 @@ pub struct LatencyResult {
     pub loadavg_before: f64,
 }
 
+/// `connects` times: release, reconnect, and the time from the Connect request to the
+/// device's first cyclic frame (ms).
+fn start_up_times(
+    rig: &mut Rig,
+    period_us: u64,
+    dhf: u16,
+    connects: usize,
+) -> Result<Vec<f64>, String> {
+    let mut startup = Vec::new();
+    for _ in 0..connects {
+        if stopped() {
+            return Err("interrupted".into());
+        }
+        rig.disconnect();
+        nap(Duration::from_millis(300));
+        rig.rec().clear();
+        rig.connect(period_us, dhf)?;
+        nap(Duration::from_millis(100));
+        let recs = rig.rec().take();
+        let Some(c) = recs.iter().find(|r| r.kind == Kind::RpcOut(0)) else {
+            continue;
+        };
+        if let Some(d) = recs
+            .iter()
+            .find(|r| r.kind == Kind::DevCyclic && r.ts >= c.ts)
+        {
+            startup.push((d.ts - c.ts) as f64 / 1e6);
+        }
+    }
+    Ok(startup)
+}
+
+/// The result as a markdown table and the targets met or missed.
+fn print_result(r: &LatencyResult, startups: usize) {
+    println!("| measure | n | p50 | p99 | max |\n|---|---|---|---|---|");
+    let row = |name: &str, n: usize, v: (f64, f64, f64), unit: &str| {
+        println!(
+            "| {name} | {n} | {:.1} {unit} | {:.1} {unit} | {:.1} {unit} |",
+            v.0, v.1, v.2
+        )
+    };
+    row(
+        "POST /api/io request sent -> first frame with the bytes",
+        r.matched,
+        r.from_request,
+        "us",
+    );
+    row(
+        "POST /api/io response received -> first frame with the bytes",
+        r.matched,
+        r.from_response,
+        "us",
+    );
+    row("POST /api/io round trip", r.writes, r.http_roundtrip, "us");
+    row(
+        "Connect request -> first device cyclic frame",
+        startups,
+        r.startup_ms,
+        "ms",
+    );
+    let limit = r.period_us as f64 + 100.0;
+    println!(
+        "write-to-wire target p99 <= {limit:.0} us (one cycle + 100 us): from the response {} ({:.1} us), from the request {} ({:.1} us); writes not delivered: {}, AR reconnects {} (DataHoldFactor {})",
+        if r.from_response.1 <= limit { "MET" } else { "MISSED" },
+        r.from_response.1,
+        if r.from_request.1 <= limit { "MET" } else { "MISSED" },
+        r.from_request.1,
+        r.not_delivered,
+        r.reconnects,
+        r.dhf
+    );
+    println!(
+        "start-up target <= 5 ms: {} (p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms over {} connects)",
+        if r.startup_ms.2 <= 5.0 && startups > 0 {
+            "MET"
+        } else {
+            "MISSED"
+        },
+        r.startup_ms.0,
+        r.startup_ms.1,
+        r.startup_ms.2,
+        startups
+    );
+}
+
 pub fn run(opts: &LatencyArgs) -> Result<(), String> {
     let (period_us, writes, dhf, connects) = (opts.period_us, opts.writes, opts.dhf, opts.connects);
     println!("machine: {}", raw::machine());
@@ -105,28 +190,7 @@ pub fn run(opts: &LatencyArgs) -> Result<(), String> {
         }
     }
 
-    // Start-up.
-    let mut startup = Vec::new();
-    for _ in 0..connects {
-        if stopped() {
-            return Err("interrupted".into());
-        }
-        rig.disconnect();
-        nap(Duration::from_millis(300));
-        rig.rec().clear();
-        rig.connect(period_us, dhf)?;
-        nap(Duration::from_millis(100));
-        let recs = rig.rec().take();
-        let Some(c) = recs.iter().find(|r| r.kind == Kind::RpcOut(0)) else {
-            continue;
-        };
-        if let Some(d) = recs
-            .iter()
-            .find(|r| r.kind == Kind::DevCyclic && r.ts >= c.ts)
-        {
-            startup.push((d.ts - c.ts) as f64 / 1e6);
-        }
-    }
+    let startup = start_up_times(&mut rig, period_us, dhf, connects)?;
     let s3 = |v: &[f64]| {
         let (a, b, c, _) = summary(v);
         (a, b, c)
@@ -146,54 +210,6 @@ pub fn run(opts: &LatencyArgs) -> Result<(), String> {
         startup_samples: startup.clone(),
         loadavg_before,
     };
-    println!("| measure | n | p50 | p99 | max |\n|---|---|---|---|---|");
-    let row = |name: &str, n: usize, v: (f64, f64, f64), unit: &str| {
-        println!(
-            "| {name} | {n} | {:.1} {unit} | {:.1} {unit} | {:.1} {unit} |",
-            v.0, v.1, v.2
-        )
-    };
-    row(
-        "POST /api/io request sent -> first frame with the bytes",
-        r.matched,
-        r.from_request,
-        "us",
-    );
-    row(
-        "POST /api/io response received -> first frame with the bytes",
-        r.matched,
-        r.from_response,
-        "us",
-    );
-    row("POST /api/io round trip", r.writes, r.http_roundtrip, "us");
-    row(
-        "Connect request -> first device cyclic frame",
-        startup.len(),
-        r.startup_ms,
-        "ms",
-    );
-    let limit = period_us as f64 + 100.0;
-    println!(
-        "write-to-wire target p99 <= {limit:.0} us (one cycle + 100 us): from the response {} ({:.1} us), from the request {} ({:.1} us); writes not delivered: {}, AR reconnects {} (DataHoldFactor {})",
-        if r.from_response.1 <= limit { "MET" } else { "MISSED" },
-        r.from_response.1,
-        if r.from_request.1 <= limit { "MET" } else { "MISSED" },
-        r.from_request.1,
-        r.not_delivered,
-        r.reconnects,
-        r.dhf
-    );
-    println!(
-        "start-up target <= 5 ms: {} (p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms over {} connects)",
-        if r.startup_ms.2 <= 5.0 && !startup.is_empty() {
-            "MET"
-        } else {
-            "MISSED"
-        },
-        r.startup_ms.0,
-        r.startup_ms.1,
-        r.startup_ms.2,
-        startup.len()
-    );
+    print_result(&r, startup.len());
     write_json(&opts.out, &r)
 }
