@@ -299,124 +299,9 @@ impl RuntimeConfig {
         )?;
         let min_device_interval = min_device_interval(min_update_us)?;
 
-        // Identification (I&M0).
-        let ident = child(root, "Identification");
-        let it = |name: &str, default: &str| {
-            ident
-                .and_then(|n| child_text(n, name))
-                .unwrap_or_else(|| default.to_string())
-        };
-        let sw = it("SoftwareRevision", "V1.0.0");
-        let software_revision = parse_sw_revision(&sw).ok_or_else(|| {
-            format!("Identification/SoftwareRevision '{sw}': expected e.g. V1.0.0")
-        })?;
-        let hw = it("HardwareRevision", "1");
-        let hardware_revision = parse_num(&hw)
-            .and_then(|x| u16::try_from(x).ok())
-            .ok_or_else(|| format!("Identification/HardwareRevision '{hw}' is not a number"))?;
-        let order_id = it("OrderId", "");
-        let serial_number = it("SerialNumber", "");
-        if order_id.len() > 20 || serial_number.len() > 16 {
-            return Err("Identification: OrderId max 20, SerialNumber max 16 characters".into());
-        }
-        let product_name = it("ProductName", &device_name);
-        let im_supported_text = it("ImSupported", "0x001E");
-        let im_supported = parse_num(&im_supported_text)
-            .and_then(|x| u16::try_from(x).ok())
-            .ok_or_else(|| format!("Identification/ImSupported '{im_supported_text}'"))?;
-        let im0 = Im0Config {
-            order_id,
-            serial_number,
-            hardware_revision,
-            software_revision,
-            revision_counter: 0,
-            profile_id: 0,
-            profile_specific_type: 0,
-            im_supported,
-            product_name,
-        };
-
+        let im0 = im0_item(root, &device_name)?;
         // Slot layout.
-        let layout = child(root, "SlotLayout").ok_or("missing SlotLayout")?;
-        let mut modules: Vec<ModuleConfig> = Vec::new();
-        let (mut in_sum, mut out_sum) = (0usize, 0usize);
-        for m in layout.children().filter(|c| c.is_element()) {
-            if m.tag_name().name() != "Module" {
-                return Err(format!(
-                    "SlotLayout: unexpected element <{}>",
-                    m.tag_name().name()
-                ));
-            }
-            let slot: u16 = num_item(m, "Slot", "Module", None)?;
-            if slot > 0x7FFF {
-                return Err(format!("Module Slot {slot} out of range 0..0x7FFF"));
-            }
-            let what = format!("Module Slot={slot}");
-            if modules.iter().any(|x| x.slot == slot) {
-                return Err(format!("{what}: duplicate slot"));
-            }
-            let ident: u32 = num_item(m, "ModuleIdentNumber", &what, None)?;
-            let mut subs: Vec<SubmoduleConfig> = Vec::new();
-            for s in m
-                .children()
-                .filter(|c| c.is_element() && c.tag_name().name() == "Submodule")
-            {
-                let subslot: u16 = num_item(s, "Subslot", &what, None)?;
-                let swhat = format!("{what} Submodule Subslot={subslot:#x}");
-                if subs.iter().any(|x| x.subslot == subslot) {
-                    return Err(format!("{swhat}: duplicate subslot"));
-                }
-                let sident: u32 = num_item(s, "SubmoduleIdentNumber", &swhat, None)?;
-                let il: u16 = num_item(s, "InputLength", &swhat, Some(0))?;
-                let ol: u16 = num_item(s, "OutputLength", &swhat, Some(0))?;
-                if il > 1440 || ol > 1440 {
-                    return Err(format!("{swhat}: length above 1440"));
-                }
-                in_sum += il as usize;
-                out_sum += ol as usize;
-                let input_items = parse_items(s, "InputItems", "InputLength", il, &swhat)?;
-                let output_items = parse_items(s, "OutputItems", "OutputLength", ol, &swhat)?;
-                let records = parse_records(s, &swhat)?;
-                let declares = !(input_items.is_empty() && output_items.is_empty());
-                if subslot >= 0x8000 && (declares || !records.is_empty()) {
-                    // The interface and port submodules are described by the standard (PDev
-                    // records); their GSDML items carry no IO data or user parameters.
-                    return Err(format!(
-                        "{swhat}: interface and port submodules declare no items or parameter \
-                         records"
-                    ));
-                }
-                subs.push(SubmoduleConfig {
-                    subslot,
-                    ident: sident,
-                    input_length: il,
-                    output_length: ol,
-                    input_items,
-                    output_items,
-                    records,
-                });
-            }
-            if subs.is_empty() {
-                return Err(format!("{what}: no Submodule"));
-            }
-            modules.push(ModuleConfig {
-                slot,
-                ident,
-                submodules: subs,
-            });
-        }
-        let dap = modules
-            .iter()
-            .find(|m| m.slot == 0)
-            .ok_or("SlotLayout: no DAP (Module Slot=0)")?;
-        for need in [0x8000u16, 0x8001] {
-            if !dap.submodules.iter().any(|s| s.subslot == need) {
-                return Err(format!(
-                    "SlotLayout: DAP (slot 0) lacks the {} submodule (Subslot={need:#x})",
-                    if need == 0x8000 { "interface" } else { "port" }
-                ));
-            }
-        }
+        let (mut modules, in_sum, out_sum) = slot_layout(root)?;
         modules.sort_by_key(|m| m.slot);
         Ok(RuntimeConfig {
             source: source.to_string(),
@@ -436,6 +321,141 @@ impl RuntimeConfig {
             output_len: clamp_area_len(out_sum),
         })
     }
+}
+
+/// `<Identification>`: the I&M0 data (product name defaults to the device name).
+fn im0_item(root: roxmltree::Node<'_, '_>, device_name: &str) -> Result<Im0Config, String> {
+    let ident = child(root, "Identification");
+    let it = |name: &str, default: &str| {
+        ident
+            .and_then(|n| child_text(n, name))
+            .unwrap_or_else(|| default.to_string())
+    };
+    let sw = it("SoftwareRevision", "V1.0.0");
+    let software_revision = parse_sw_revision(&sw)
+        .ok_or_else(|| format!("Identification/SoftwareRevision '{sw}': expected e.g. V1.0.0"))?;
+    let hw = it("HardwareRevision", "1");
+    let hardware_revision = parse_num(&hw)
+        .and_then(|x| u16::try_from(x).ok())
+        .ok_or_else(|| format!("Identification/HardwareRevision '{hw}' is not a number"))?;
+    let order_id = it("OrderId", "");
+    let serial_number = it("SerialNumber", "");
+    if order_id.len() > 20 || serial_number.len() > 16 {
+        return Err("Identification: OrderId max 20, SerialNumber max 16 characters".into());
+    }
+    let product_name = it("ProductName", device_name);
+    let im_supported_text = it("ImSupported", "0x001E");
+    let im_supported = parse_num(&im_supported_text)
+        .and_then(|x| u16::try_from(x).ok())
+        .ok_or_else(|| format!("Identification/ImSupported '{im_supported_text}'"))?;
+    Ok(Im0Config {
+        order_id,
+        serial_number,
+        hardware_revision,
+        software_revision,
+        revision_counter: 0,
+        profile_id: 0,
+        profile_specific_type: 0,
+        im_supported,
+        product_name,
+    })
+}
+
+/// `<SlotLayout>`: the modules (sorted by the caller) and the summed input and output lengths.
+fn slot_layout(root: roxmltree::Node<'_, '_>) -> Result<(Vec<ModuleConfig>, usize, usize), String> {
+    let layout = child(root, "SlotLayout").ok_or("missing SlotLayout")?;
+    let mut modules: Vec<ModuleConfig> = Vec::new();
+    let (mut in_sum, mut out_sum) = (0usize, 0usize);
+    for m in layout.children().filter(|c| c.is_element()) {
+        if m.tag_name().name() != "Module" {
+            return Err(format!(
+                "SlotLayout: unexpected element <{}>",
+                m.tag_name().name()
+            ));
+        }
+        let slot: u16 = num_item(m, "Slot", "Module", None)?;
+        if slot > 0x7FFF {
+            return Err(format!("Module Slot {slot} out of range 0..0x7FFF"));
+        }
+        let what = format!("Module Slot={slot}");
+        if modules.iter().any(|x| x.slot == slot) {
+            return Err(format!("{what}: duplicate slot"));
+        }
+        let ident: u32 = num_item(m, "ModuleIdentNumber", &what, None)?;
+        let mut subs: Vec<SubmoduleConfig> = Vec::new();
+        for s in m
+            .children()
+            .filter(|c| c.is_element() && c.tag_name().name() == "Submodule")
+        {
+            let sub = submodule_item(s, &what)?;
+            if subs
+                .iter()
+                .any(|x: &SubmoduleConfig| x.subslot == sub.subslot)
+            {
+                return Err(format!(
+                    "{what} Submodule Subslot={:#x}: duplicate subslot",
+                    sub.subslot
+                ));
+            }
+            in_sum += usize::from(sub.input_length);
+            out_sum += usize::from(sub.output_length);
+            subs.push(sub);
+        }
+        if subs.is_empty() {
+            return Err(format!("{what}: no Submodule"));
+        }
+        modules.push(ModuleConfig {
+            slot,
+            ident,
+            submodules: subs,
+        });
+    }
+    let dap = modules
+        .iter()
+        .find(|m| m.slot == 0)
+        .ok_or("SlotLayout: no DAP (Module Slot=0)")?;
+    for need in [0x8000u16, 0x8001] {
+        if !dap.submodules.iter().any(|s| s.subslot == need) {
+            return Err(format!(
+                "SlotLayout: DAP (slot 0) lacks the {} submodule (Subslot={need:#x})",
+                if need == 0x8000 { "interface" } else { "port" }
+            ));
+        }
+    }
+    Ok((modules, in_sum, out_sum))
+}
+
+/// One `<Submodule>` of the module described by `what`.
+fn submodule_item(s: roxmltree::Node<'_, '_>, what: &str) -> Result<SubmoduleConfig, String> {
+    let subslot: u16 = num_item(s, "Subslot", what, None)?;
+    let swhat = format!("{what} Submodule Subslot={subslot:#x}");
+    let sident: u32 = num_item(s, "SubmoduleIdentNumber", &swhat, None)?;
+    let il: u16 = num_item(s, "InputLength", &swhat, Some(0))?;
+    let ol: u16 = num_item(s, "OutputLength", &swhat, Some(0))?;
+    if il > 1440 || ol > 1440 {
+        return Err(format!("{swhat}: length above 1440"));
+    }
+    let input_items = parse_items(s, "InputItems", "InputLength", il, &swhat)?;
+    let output_items = parse_items(s, "OutputItems", "OutputLength", ol, &swhat)?;
+    let records = parse_records(s, &swhat)?;
+    let declares = !(input_items.is_empty() && output_items.is_empty());
+    if subslot >= 0x8000 && (declares || !records.is_empty()) {
+        // The interface and port submodules are described by the standard (PDev
+        // records); their GSDML items carry no IO data or user parameters.
+        return Err(format!(
+            "{swhat}: interface and port submodules declare no items or parameter \
+             records"
+        ));
+    }
+    Ok(SubmoduleConfig {
+        subslot,
+        ident: sident,
+        input_length: il,
+        output_length: ol,
+        input_items,
+        output_items,
+        records,
+    })
 }
 
 /// `MinUpdateTimeUs` of a configuration without the element: 1 ms, what the GSDML offered
