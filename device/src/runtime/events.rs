@@ -31,70 +31,9 @@ impl Runtime {
         let mut sh = self.lock();
         let nic = self.active_nic(&sh);
         match ev {
-            StackEvent::LinkChanged { up } => {
-                if sh.link_up != up {
-                    info!(target: LOG_TARGET, "link on {nic} is {}", if up { "up" } else { "down" });
-                }
-                sh.link_up = up;
-                let key = format!("link:{nic}");
-                if up {
-                    sh.alarms.clear(&key);
-                } else if sh.state.running() {
-                    sh.alarms.raise(
-                        &key,
-                        AlarmSeverity::Warning,
-                        "link",
-                        &format!("link down on {nic}"),
-                    );
-                }
-            }
-            StackEvent::Connected { controller, ar } => {
-                if transition(sh.state, Trigger::ExchangeEstablished).to == RunState::DataExchange
-                    && sh.state != RunState::DataExchange
-                {
-                    info!(target: LOG_TARGET, "cyclic data exchange established with {controller}");
-                    apply(&mut sh, Trigger::ExchangeEstablished);
-                    sh.ever_connected = true;
-                    sh.status_message = format!("cyclic data exchange with {controller}");
-                    sh.ar = Some(ArRecord::begin(&controller, ar));
-                    sh.controller = controller;
-                    sh.alarms.clear("connection");
-                } else {
-                    warn!(target: LOG_TARGET, "ignoring Connected in state {}", sh.state.as_str());
-                }
-            }
-            StackEvent::Aborted { reason, cause } => {
-                if sh.state == RunState::DataExchange {
-                    // The spec's table: DataExchange -> Aborted whoever ended it. A release
-                    // or the controller's own abort is not a fault of this device: it is
-                    // said so, logged as information and raised below Error severity
-                    // (docs/decisions.md §20).
-                    let (what, severity) = match cause {
-                        AbortCause::Fault => ("lost", AlarmSeverity::Error),
-                        AbortCause::ReleasedByController => {
-                            ("ended by the controller", AlarmSeverity::Info)
-                        }
-                        AbortCause::AbortedByController => {
-                            ("ended by the controller", AlarmSeverity::Warning)
-                        }
-                    };
-                    if cause == AbortCause::Fault {
-                        warn!(target: LOG_TARGET, "cyclic data exchange lost: {reason}");
-                    } else {
-                        info!(target: LOG_TARGET, "cyclic data exchange ended by the controller: {reason}");
-                    }
-                    sh.ar_end = Some((reason.clone(), cause_text(cause)));
-                    apply(&mut sh, Trigger::ExchangeLost);
-                    sh.status_message = format!("cyclic data exchange {what}: {reason}");
-                    let message = if cause == AbortCause::Fault {
-                        format!("connection aborted: {reason}")
-                    } else {
-                        format!("connection ended by the controller: {reason}")
-                    };
-                    sh.alarms
-                        .raise("connection", severity, "connection", &message);
-                }
-            }
+            StackEvent::LinkChanged { up } => link_changed(&mut sh, &nic, up),
+            StackEvent::Connected { controller, ar } => connected(&mut sh, controller, ar),
+            StackEvent::Aborted { reason, cause } => aborted(&mut sh, reason, cause),
             StackEvent::DcpNameAssigned { name, permanent } => {
                 info!(target: LOG_TARGET, "DCP station name '{name}' (permanent: {permanent})");
                 // The stored name was committed before the Set was answered: a temporary
@@ -272,5 +211,71 @@ impl Runtime {
             h = h.wrapping_mul(0x0000_0100_0000_01b3);
         }
         format!("{h:016x}")
+    }
+}
+
+/// The link alarm follows the carrier while the service runs.
+fn link_changed(sh: &mut Shared, nic: &str, up: bool) {
+    if sh.link_up != up {
+        info!(target: LOG_TARGET, "link on {nic} is {}", if up { "up" } else { "down" });
+    }
+    sh.link_up = up;
+    let key = format!("link:{nic}");
+    if up {
+        sh.alarms.clear(&key);
+    } else if sh.state.running() {
+        sh.alarms.raise(
+            &key,
+            AlarmSeverity::Warning,
+            "link",
+            &format!("link down on {nic}"),
+        );
+    }
+}
+
+/// An AR reached data exchange.
+fn connected(sh: &mut Shared, controller: String, ar: Option<ArInfo>) {
+    if transition(sh.state, Trigger::ExchangeEstablished).to == RunState::DataExchange
+        && sh.state != RunState::DataExchange
+    {
+        info!(target: LOG_TARGET, "cyclic data exchange established with {controller}");
+        apply(sh, Trigger::ExchangeEstablished);
+        sh.ever_connected = true;
+        sh.status_message = format!("cyclic data exchange with {controller}");
+        sh.ar = Some(ArRecord::begin(&controller, ar));
+        sh.controller = controller;
+        sh.alarms.clear("connection");
+    } else {
+        warn!(target: LOG_TARGET, "ignoring Connected in state {}", sh.state.as_str());
+    }
+}
+
+/// The AR ended; who ended it decides the words and the alarm's severity.
+fn aborted(sh: &mut Shared, reason: String, cause: AbortCause) {
+    if sh.state == RunState::DataExchange {
+        // The spec's table: DataExchange -> Aborted whoever ended it. A release
+        // or the controller's own abort is not a fault of this device: it is
+        // said so, logged as information and raised below Error severity
+        // (docs/decisions.md §20).
+        let (what, severity) = match cause {
+            AbortCause::Fault => ("lost", AlarmSeverity::Error),
+            AbortCause::ReleasedByController => ("ended by the controller", AlarmSeverity::Info),
+            AbortCause::AbortedByController => ("ended by the controller", AlarmSeverity::Warning),
+        };
+        if cause == AbortCause::Fault {
+            warn!(target: LOG_TARGET, "cyclic data exchange lost: {reason}");
+        } else {
+            info!(target: LOG_TARGET, "cyclic data exchange ended by the controller: {reason}");
+        }
+        sh.ar_end = Some((reason.clone(), cause_text(cause)));
+        apply(sh, Trigger::ExchangeLost);
+        sh.status_message = format!("cyclic data exchange {what}: {reason}");
+        let message = if cause == AbortCause::Fault {
+            format!("connection aborted: {reason}")
+        } else {
+            format!("connection ended by the controller: {reason}")
+        };
+        sh.alarms
+            .raise("connection", severity, "connection", &message);
     }
 }
