@@ -13,12 +13,14 @@
 //! Needs root, tshark, tcpdump and ethtool (fails under CI=true without them). The cycle is
 //! 16 ms with a data-hold time of 512 ms: the subject is function, not timing.
 
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+mod common;
+
+use common::{Proc, FARM};
 use pn_farm::status::DeviceView;
 use pn_protocol::time::Instant as PnInstant;
 use pn_protocol::wire::ethernet::MacAddr;
@@ -27,7 +29,6 @@ use pn_testkit::netns::{NetNs, Veth};
 use pn_testkit::poll;
 use serde_json::Value;
 
-const FARM: &str = env!("CARGO_BIN_EXE_pn-farm");
 const CTL_IP: &str = "192.168.84.1/24";
 const BASE: Ipv4Addr = Ipv4Addr::new(192, 168, 84, 10);
 const HTTP: &str = "127.0.0.1:18850";
@@ -60,58 +61,6 @@ fn xml() -> String {
         .to_xml()
 }
 
-/// A child process that is ended (SIGTERM, then SIGKILL) and reaped when dropped.
-struct Proc {
-    child: Option<Child>,
-    what: &'static str,
-}
-
-impl Proc {
-    fn spawn(mut c: Command, what: &'static str) -> Proc {
-        let child = c
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {what}: {e}"));
-        Proc {
-            child: Some(child),
-            what,
-        }
-    }
-
-    fn running(&mut self) -> bool {
-        self.child
-            .as_mut()
-            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
-    }
-
-    /// SIGTERM and wait (bounded) for the exit; its output.
-    fn stop(mut self) -> Output {
-        let mut c = self.child.take().expect("child");
-        // SAFETY: a signal to our own child, by its pid.
-        unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
-        let exited = poll::until(Duration::from_secs(10), || {
-            matches!(c.try_wait(), Ok(Some(_)))
-        });
-        if !exited {
-            let _ = c.kill();
-        }
-        let out = c.wait_with_output().expect("wait");
-        assert!(exited, "{} did not stop on SIGTERM", self.what);
-        out
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
 fn farm_cmd(ns: &NetNs, nic: &str, cfg: &Path, n: usize, state: Option<&Path>) -> Command {
     let mut c = ns.command(FARM);
     c.args(["-i", nic, "--config"])
@@ -130,37 +79,16 @@ fn farm_cmd(ns: &NetNs, nic: &str, cfg: &Path, n: usize, state: Option<&Path>) -
     c
 }
 
-/// GET `path` from the farm's status view inside `ns` (`None` while it is not up).
 fn http(ns: &NetNs, method: &str, path: &str, body: &str) -> Option<String> {
-    let addr: SocketAddr = HTTP.parse().unwrap();
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    ns.enter(move || {
-        let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-        s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        s.write_all(req.as_bytes()).ok()?;
-        let mut out = String::new();
-        s.read_to_string(&mut out).ok()?;
-        Some(out)
-    })
-    .ok()
-    .flatten()
+    common::http(ns, HTTP, method, path, body)
 }
 
 fn devices(ns: &NetNs) -> Option<Vec<DeviceView>> {
-    let r = http(ns, "GET", "/api/devices", "")?;
-    serde_json::from_str(r.split("\r\n\r\n").nth(1)?).ok()
+    common::devices(ns, HTTP)
 }
 
-/// Wait for the farm's status view to list `n` devices.
 fn wait_farm(ns: &NetNs, farm: &mut Proc, n: usize) -> Vec<DeviceView> {
-    let v = poll::some(Duration::from_secs(10), || {
-        assert!(farm.running(), "pn-farm exited");
-        devices(ns).filter(|v| v.len() == n)
-    });
-    v.expect("the farm's status view")
+    common::wait_farm(ns, HTTP, farm, n)
 }
 
 fn ctl(ns: &NetNs, nic: &str, args: &[&str]) -> Output {
@@ -415,22 +343,6 @@ fn the_farm_binary_serves_three_devices_to_the_controller_binary_with_a_clean_ca
         packets.len()
     );
     drop(veth);
-}
-
-impl Proc {
-    /// Wait (bounded) for a process that ends by itself; its output.
-    fn stop_when_done(mut self) -> Output {
-        let mut c = self.child.take().expect("child");
-        let done = poll::until(Duration::from_secs(30), || {
-            matches!(c.try_wait(), Ok(Some(_)))
-        });
-        if !done {
-            let _ = c.kill();
-        }
-        let out = c.wait_with_output().expect("wait");
-        assert!(done, "{} did not end", self.what);
-        out
-    }
 }
 
 #[test]
