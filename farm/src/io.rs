@@ -3,7 +3,7 @@
 //! machines, one `sendmmsg(2)` per wake-up for everything due.
 //!
 //! Per iteration: take the status view's commands; sleep in `ppoll(2)` until the earliest
-//! deadline or a frame; read up to [`RX_BATCH`] frames and hand each to its device (by
+//! deadline or a frame; read up to [`RX_BATCH`] frames ([`RX_CALL`] per `recvmmsg(2)`) and hand each to its device (by
 //! destination MAC; DCP multicast and LLDP to every device; ARP by target IP); run every device whose
 //! deadline is due (providers due within [`BATCH_NS`] count as due, so the cyclic frames of
 //! one wake-up leave in one batch); send the batch.
@@ -18,10 +18,9 @@ use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
-use std::time::Duration;
 
 use pn_device::stack::cyclic::mono_ns;
-use pn_device::stack::socket::PnSocket;
+use pn_device::stack::socket::{PnSocket, RecvBatch};
 use pn_protocol::time::Instant;
 use pn_protocol::wire::ethernet::{ethertype, EthernetRepr, MacAddr};
 use pn_protocol::wire::ip::{UdpFrame, PNIO_CM_PORT};
@@ -33,6 +32,8 @@ use crate::status::{Command, FarmShared};
 
 /// Frames read per wake-up before the timers run (bounds the timers' delay under a flood).
 pub const RX_BATCH: usize = 256;
+/// Frames read per `recvmmsg(2)` call.
+pub const RX_CALL: usize = 64;
 /// Providers due this close after the earliest deadline are sent in the same batch.
 pub const BATCH_NS: u64 = 50_000;
 /// Longest sleep (commands and the stop flag are looked at this often).
@@ -343,7 +344,7 @@ pub fn run(
     for i in 0..l.devs.len() {
         l.reschedule(i);
     }
-    let mut buf = vec![0u8; 2048];
+    let mut rx = RecvBatch::new(RX_CALL, 2048);
     let mut due: Vec<usize> = Vec::new();
     while !farm.stop.load(Ordering::Acquire) {
         let now = Instant(mono_ns());
@@ -356,11 +357,21 @@ pub fn run(
             .first()
             .map_or(now.0 + MAX_SLEEP_NS, |&(t, _)| t.min(now.0 + MAX_SLEEP_NS));
         wait(fd, next);
-        for _ in 0..RX_BATCH {
-            match sock.recv(&mut buf, Some(Duration::ZERO)) {
-                Ok(Some(n)) => {
+        // Up to RX_BATCH frames, RX_CALL per system call (recvmmsg), then the timers.
+        let mut taken = 0;
+        while taken < RX_BATCH {
+            match rx.recv(&sock) {
+                Ok(n) if n > 0 => {
+                    taken += n;
                     let now = Instant(mono_ns());
-                    l.on_frame(&buf[..n.min(buf.len())], now);
+                    for f in rx.frames() {
+                        l.on_frame(f, now);
+                    }
+                    if n < rx.capacity() {
+                        // The queue is drained (own frames left out can make a full read
+                        // look short: the next wake-up reads what is left).
+                        break;
+                    }
                 }
                 _ => break,
             }

@@ -61,6 +61,9 @@ use std::time::Duration;
 
 use crate::dataplane::{valid_nic_name, ProbeError};
 
+mod batch;
+pub use batch::RecvBatch;
+
 /// `ETH_P_ALL`.
 const ETH_P_ALL: u16 = 0x0003;
 /// `PACKET_IGNORE_OUTGOING` (linux/if_packet.h, since 4.20).
