@@ -57,7 +57,7 @@ fi
 echo "-- cargo deb -p pn-device --strip"
 start=$(date +%s)
 # --strip removes the debug information the release profile keeps (for developers' backtraces),
-# so do not generate it for this build: the packaged binaries are the same, the build is shorter.
+# so do not generate it for this build: the package loses nothing, the build is shorter.
 CARGO_PROFILE_RELEASE_DEBUG=0 cargo deb -p pn-device --strip | tee "$WORK/build.log"
 DEB="$(tail -n 1 "$WORK/build.log")"
 echo "-- built $DEB in $(($(date +%s) - start)) s"
