@@ -22,7 +22,9 @@ use pn_protocol::wire::rt::{self, ApduStatus, DataStatus, FrameId};
 
 use crate::dataplane::{ArInfo, ModuleConfig};
 
-use super::cyclic::{ConsumerJob, CopyItem, ProviderJob, CLOCK_UNIT_NS};
+use pn_protocol::machine::cpm::ConsumerCr;
+use pn_protocol::machine::cyclic::TIME_BASE_NS as CLOCK_UNIT_NS;
+use pn_protocol::machine::ppm::{CopyItem, ProviderTemplate};
 
 pub use pn_protocol::machine::cmdev::connect::{cmrpc, connect_error, err1};
 
@@ -104,8 +106,8 @@ pub struct ConnectPlan {
     pub module_diff: Option<ModuleDiffBlock>,
     /// Submodules that differ from the expectation (IOPS/IOCS BAD).
     pub wrong: BTreeSet<(u16, u16)>,
-    pub provider: ProviderJob,
-    pub consumer: ConsumerJob,
+    pub provider: ProviderTemplate,
+    pub consumer: ConsumerCr,
     pub period_ns: u64,
     pub dht_ns: u64,
 }
@@ -271,7 +273,7 @@ pub fn plan_connect(
     frame.truncate(n);
     let step = ic.send_clock_factor.saturating_mul(ic.reduction_ratio);
     let period_ns = u64::from(step) * CLOCK_UNIT_NS;
-    let provider = ProviderJob {
+    let provider = ProviderTemplate {
         frame,
         status_at: hdr + c_sdu,
         items,
@@ -315,7 +317,7 @@ pub fn plan_connect(
     }
     let ostep = oc.send_clock_factor.saturating_mul(oc.reduction_ratio);
     let dht_ns = u64::from(ostep) * CLOCK_UNIT_NS * u64::from(oc.data_hold_factor.max(1));
-    let consumer = ConsumerJob {
+    let consumer = ConsumerCr {
         frame_id: output_frame_id,
         src: ar.cm_initiator_mac,
         c_sdu_len: oc_sdu,

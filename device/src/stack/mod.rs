@@ -500,7 +500,8 @@ impl DataPlane for ProfinetPlane {
         let high_res = cfg.high_resolution_timer;
         inner.high_res = high_res;
         let stop = Arc::new(AtomicBool::new(false));
-        let base = u64::from(cfg.send_clock_factor.max(1)) * cyclic::CLOCK_UNIT_NS;
+        let base =
+            u64::from(cfg.send_clock_factor.max(1)) * pn_protocol::machine::cyclic::TIME_BASE_NS;
         let cyc = Arc::new(cyclic::CyclicShared::new(base, high_res));
         let (ctl_tx, ctl_rx) = mpsc::channel();
         let mut threads = Vec::new();
