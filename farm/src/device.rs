@@ -2,8 +2,8 @@
 //! `pn-cm` / `pn-cyclic` / `pn-l2` threads do, for a device that owns no socket and no thread.
 //!
 //! Machines (each the one copy in the protocol crate or pn-device's stack):
-//! * CMDEV: [`Cmdev`] with this device's [`CmdevApp`] (pn-device's `ar::plan_connect` for the
-//!   frame layout, its `Records` for record read/write);
+//! * CMDEV: [`Cmdev`] with this device's [`CmdevApp`] (the protocol crate's
+//!   [`plan::plan_connect`] for the frame layout, pn-device's `Records` for record read/write);
 //! * DCP responder: [`DcpResponder`] (Identify delay, Get/Set, Hello);
 //! * cyclic: the consumer is pn-device's `cyclic::consume_frame` (the I/O shell of the
 //!   protocol crate's CPM, `machine::cpm::ConsumerCr`), the provider fills the PPM's
@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use pn_device::dataplane::{DiagnosisEntry, StackConfig};
 use pn_device::image::{ProcessImage, IOXS_BAD, IOXS_GOOD};
-use pn_device::stack::ar::{self, ConnectPlan, SlotEntry};
+use pn_device::stack::ar;
 use pn_device::stack::cm;
 use pn_device::stack::cyclic::{self, Consumed, CyclicShared};
 use pn_device::stack::link::LinkInfo;
@@ -35,6 +35,7 @@ use pn_device::stack::lldp::{self, LldpAgent, LldpNeighbour};
 use pn_device::stack::records::{self, PdevLive, Records};
 use pn_protocol::machine::alarm_cr::{AlarmCr, AlarmOutcome};
 use pn_protocol::machine::cmdev::connect::ConnectLimits;
+use pn_protocol::machine::cmdev::plan::{self, ConnectPlan, SlotEntry};
 use pn_protocol::machine::cmdev::{ArPhase, Cmdev, CmdevApp, CmdevEvent, EndCause, IoArPlan};
 use pn_protocol::machine::cyclic::TIME_BASE_NS;
 use pn_protocol::machine::data_hold::DataHold;
@@ -119,7 +120,7 @@ impl CmdevApp for App<'_> {
         req: &ConnectRequest,
         limits: &ConnectLimits,
     ) -> Result<IoArPlan<ConnectPlan>, PnioStatus> {
-        let plan = ar::plan_connect(
+        let plan = plan::plan_connect(
             req,
             limits,
             self.slots,

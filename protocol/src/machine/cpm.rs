@@ -2,7 +2,7 @@
 //! controller's output CR (where each submodule's data and IOxS sit in its C_SDU) and what one
 //! received frame changes.
 //!
-//! CMDEV builds a [`ConsumerCr`] at Connect; the shell (the daemon's
+//! CMDEV builds a [`ConsumerCr`] at Connect ([`super::cmdev::plan`]); the shell (the daemon's
 //! receive thread, pn-farm's I/O loop) passes each frame to [`ConsumerCr::consume`] and stores
 //! what it returns: the new I-area content and the IOPS/IOCS the application sees. The frame
 //! rule is [`super::cyclic::check_frame`] and the CycleCounter rule

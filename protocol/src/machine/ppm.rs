@@ -2,7 +2,7 @@
 //! input CR and its per-cycle fill.
 //!
 //! The device's provider does not re-emit its frame each cycle (as [`super::cyclic::Provider`]
-//! does): CMDEV builds the complete frame once per AR with every
+//! does): CMDEV builds the complete frame once per AR ([`super::cmdev::plan`]) with every
 //! submodule's IOPS/IOCS fixed at Connect, and each cycle only copies the data items in and
 //! stamps the APDU status. The schedule (one frame per SendClockFactor × ReductionRatio ×
 //! 31.25 µs, missed slots skipped and reflected in the CycleCounter) is the shell's: the
