@@ -2,13 +2,13 @@
 //! `pn-cm` / `pn-cyclic` / `pn-l2` threads do, for a device that owns no socket and no thread.
 //!
 //! Machines (each the one copy in the protocol crate or pn-device's stack):
-//! * CMDEV: [`Cmdev`] with this device's [`CmdevApp`] (pn-device's `ar::plan_connect` for the
-//!   frame layout, its `Records` for record read/write);
+//! * CMDEV: [`Cmdev`] with this device's [`CmdevApp`] (the protocol crate's
+//!   [`plan::plan_connect`] for the frame layout, pn-device's `Records` for record read/write);
 //! * DCP responder: [`DcpResponder`] (Identify delay, Get/Set, Hello);
-//! * cyclic: the consumer is pn-device's `cyclic::consume_frame` (the protocol crate's
-//!   `check_frame` and CycleCounter rule), the provider fills pn-device's `ProviderJob`
-//!   template per cycle as its real-time thread does; the data-hold rule is
-//!   [`DataHold`];
+//! * cyclic: the consumer is pn-device's `cyclic::consume_frame` (the I/O shell of the
+//!   protocol crate's CPM, `machine::cpm::ConsumerCr`), the provider fills the PPM's
+//!   [`ProviderTemplate`] per cycle as pn-device's real-time thread does; the data-hold rule
+//!   is [`DataHold`];
 //! * alarms: pn-device's `AlarmCr` (two `rta::RtaMachine`s);
 //! * LLDP: [`LldpAgent`] (its LLDPDU on schedule, the neighbour, the alias name for DCP); the
 //!   PDev real-data records report the neighbour as pn-device does (`cm::pdev_peer`).
@@ -27,17 +27,20 @@ use std::sync::Arc;
 
 use pn_device::dataplane::{DiagnosisEntry, StackConfig};
 use pn_device::image::{ProcessImage, IOXS_BAD, IOXS_GOOD};
-use pn_device::stack::ar::{self, ConnectPlan, SlotEntry};
+use pn_device::stack::ar;
 use pn_device::stack::cm;
-use pn_device::stack::cyclic::{self, Consumed, CyclicShared, ProviderJob, CLOCK_UNIT_NS};
+use pn_device::stack::cyclic::{self, Consumed, CyclicShared};
 use pn_device::stack::link::LinkInfo;
 use pn_device::stack::lldp::{self, LldpAgent, LldpNeighbour};
 use pn_device::stack::records::{self, PdevLive, Records};
 use pn_protocol::machine::alarm_cr::{AlarmCr, AlarmOutcome};
 use pn_protocol::machine::cmdev::connect::ConnectLimits;
+use pn_protocol::machine::cmdev::plan::{self, ConnectPlan, SlotEntry};
 use pn_protocol::machine::cmdev::{ArPhase, Cmdev, CmdevApp, CmdevEvent, EndCause, IoArPlan};
+use pn_protocol::machine::cyclic::TIME_BASE_NS;
 use pn_protocol::machine::data_hold::DataHold;
 use pn_protocol::machine::dcp_responder::{DcpEvent, DcpIdentity, DcpResponder};
+use pn_protocol::machine::ppm::ProviderTemplate;
 use pn_protocol::time::{Duration as PnDuration, Instant};
 use pn_protocol::wire::ethernet::MacAddr;
 use pn_protocol::wire::ip::{udp_frame, PNIO_CM_PORT};
@@ -70,7 +73,7 @@ pub struct Out {
 pub type Neighbours = HashMap<Ipv4Addr, [u8; 6]>;
 
 struct Provider {
-    job: ProviderJob,
+    job: ProviderTemplate,
     frame: Vec<u8>,
     next_ns: u64,
     counter: u16,
@@ -117,7 +120,7 @@ impl CmdevApp for App<'_> {
         req: &ConnectRequest,
         limits: &ConnectLimits,
     ) -> Result<IoArPlan<ConnectPlan>, PnioStatus> {
-        let plan = ar::plan_connect(
+        let plan = plan::plan_connect(
             req,
             limits,
             self.slots,
@@ -251,7 +254,7 @@ impl FarmDevice {
             lldp,
             store,
             cyc: CyclicShared::new(
-                u64::from(cfg.send_clock_factor.max(1)) * CLOCK_UNIT_NS,
+                u64::from(cfg.send_clock_factor.max(1)) * TIME_BASE_NS,
                 false,
             ),
             provider: None,
@@ -523,7 +526,7 @@ impl FarmDevice {
         let Some(p) = self.provider.as_mut() else {
             return false;
         };
-        let period = p.job.period_ns.max(CLOCK_UNIT_NS);
+        let period = p.job.period_ns.max(TIME_BASE_NS);
         let late = now.0.saturating_sub(p.next_ns);
         if late >= period {
             let missed = late / period;
@@ -733,7 +736,7 @@ impl FarmDevice {
                     self.watchdog = None;
                     self.provider = Some(Provider {
                         frame: plan.provider.frame.clone(),
-                        next_ns: now.0 + plan.period_ns.max(CLOCK_UNIT_NS),
+                        next_ns: now.0 + plan.period_ns.max(TIME_BASE_NS),
                         counter: 0,
                         have_q: false,
                         q: vec![0; self.shared.image.output_len()],

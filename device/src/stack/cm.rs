@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use pn_protocol::machine::alarm_cr::{AlarmCr, AlarmOutcome};
 use pn_protocol::machine::cmdev::connect::ConnectLimits;
+use pn_protocol::machine::cmdev::plan::{self, ConnectPlan, SlotEntry};
 use pn_protocol::machine::cmdev::{
     ArPhase, Cmdev, CmdevApp, CmdevConfig, CmdevEvent, EndCause, IoArPlan,
 };
@@ -34,7 +35,7 @@ use crate::dataplane::{
 };
 use crate::image::{ProcessImage, IOXS_BAD, IOXS_GOOD};
 
-use super::ar::{self, ConnectPlan, SlotEntry};
+use super::ar;
 use super::cyclic::CyclicShared;
 use super::records::Records;
 use super::{CtlMsg, PlaneFlags, RawLink};
@@ -97,7 +98,7 @@ impl CmdevApp for DeviceApp<'_> {
         req: &ConnectRequest,
         limits: &ConnectLimits,
     ) -> Result<IoArPlan<ConnectPlan>, PnioStatus> {
-        let plan = ar::plan_connect(
+        let plan = plan::plan_connect(
             req,
             limits,
             self.slots,

@@ -21,32 +21,35 @@
 //!   blocking lock (the job is taken with `try_lock` only when its generation changed), no
 //!   logging, no tokio.
 //!
-//! # Relation to `pn_protocol::machine::cyclic`
-//! The consumer uses the machine's CycleCounter rule (`cycle_advanced`). The provider patches
-//! a frame template built once per AR (IOPS/IOCS of every submodule fixed at connect, only the
-//! data items and the APDU status change per cycle) instead of re-emitting the frame through
-//! `Provider::poll_send`; the schedule is the same (one frame per slot, missed slots skipped
-//! and reflected in the CycleCounter). The data-hold timer is the protocol crate's
-//! `machine::data_hold::DataHold` (counted in executed cycles, as p-net does), the same code
-//! the simulator's device runs.
+//! # Relation to the protocol crate
+//! This file is the I/O shell of the protocol crate's PPM and CPM: the frame template and its
+//! per-cycle fill are `machine::ppm::ProviderTemplate`, the consumer's layout and what a
+//! received frame changes (frame check, CycleCounter, data items, IOPS/IOCS) are
+//! `machine::cpm::ConsumerCr`, both built at Connect by `machine::cmdev::plan`. Here remain
+//! the clock, the schedule, the sockets and the atomics the threads share. The schedule
+//! follows `machine::cyclic`'s rule (one frame per slot, missed slots skipped and reflected in
+//! the CycleCounter). The data-hold timer is the protocol crate's `machine::data_hold::DataHold`
+//! (counted in executed cycles, as p-net does), the same code the simulator's device runs.
 //!
 //! # Jobs
-//! The connection manager (`cm.rs`) publishes a [`ProviderJob`] (a frame template plus the
-//! offsets of each submodule's data, IOPS and IOCS) when an IO AR is connected and clears it
-//! when the AR ends. The consumer side gets a [`ConsumerJob`] through [`CyclicShared::consumer`]
-//! (locked only by the receive thread per frame and by the connection manager on AR changes).
+//! The connection manager (`cm.rs`) publishes a `ProviderTemplate` when an IO AR is connected
+//! and clears it when the AR ends. The consumer side gets a `ConsumerCr` through
+//! [`CyclicShared::consumer`] (locked only by the receive thread per frame and by the
+//! connection manager on AR changes).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use pn_protocol::machine::cyclic::{check_frame, CrRule, FrameCheck};
+use pn_protocol::machine::cpm::{Consume, ConsumerCr};
+use pn_protocol::machine::cyclic::TIME_BASE_NS;
 use pn_protocol::machine::data_hold::DataHold;
+use pn_protocol::machine::ppm::ProviderTemplate;
 use pn_protocol::time::{Duration as PnDuration, Instant as PnInstant};
 use pn_protocol::wire::ethernet::MacAddr;
-use pn_protocol::wire::rt::{ApduStatus, CyclicFrame, DataStatus, FrameId};
+use pn_protocol::wire::rt::{ApduStatus, DataStatus};
 
 use crate::dataplane::SharedCounters;
-use crate::image::{ProcessImage, IOXS_BAD, IOXS_GOOD};
+use crate::image::ProcessImage;
 
 use super::RawLink;
 
@@ -55,8 +58,6 @@ const SPIN_NS: u64 = 80_000;
 /// Longest idle wait before the stop flag is looked at again, for a stop requested by storing
 /// `stop` directly instead of [`CyclicShared::request_stop`].
 const IDLE_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
-/// Nanoseconds per SendClockFactor unit.
-pub const CLOCK_UNIT_NS: u64 = 31_250;
 
 /// Monotonic clock in nanoseconds (`CLOCK_MONOTONIC`).
 pub fn mono_ns() -> u64 {
@@ -92,89 +93,6 @@ fn sleep_until_abs(deadline_ns: u64) {
     }
 }
 
-/// One data item of the provider frame: copy `len` bytes of the Q area at `q_off` to the frame
-/// at `frame_off` (both absolute, checked at job construction).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CopyItem {
-    pub frame_off: usize,
-    pub area_off: usize,
-    pub len: usize,
-}
-
-/// What the real-time thread sends for one input CR.
-#[derive(Debug, Clone)]
-pub struct ProviderJob {
-    /// Complete Ethernet frame template (header, FrameID, C_SDU with IOPS/IOCS set, APDU
-    /// status), already padded.
-    pub frame: Vec<u8>,
-    /// Offset of the APDU status in `frame`.
-    pub status_at: usize,
-    /// Q-area data of submodules that match the expectation.
-    pub items: Vec<CopyItem>,
-    /// SendClockFactor x ReductionRatio x 31.25 us.
-    pub period_ns: u64,
-    /// Increment of the APDU CycleCounter per period (SendClockFactor x ReductionRatio).
-    pub counter_step: u16,
-    /// FrameID (for diagnostics).
-    pub frame_id: u16,
-}
-
-impl ProviderJob {
-    /// Copy the Q area's data items into `frame` (a copy of [`ProviderJob::frame`]). The one
-    /// per-cycle fill of a provider frame: the daemon's real-time thread and pn-farm's I/O
-    /// loop both call it.
-    pub fn copy_items(&self, frame: &mut [u8], q: &[u8]) {
-        for it in &self.items {
-            if let (Some(dst), Some(src)) = (
-                frame.get_mut(it.frame_off..it.frame_off + it.len),
-                q.get(it.area_off..it.area_off + it.len),
-            ) {
-                dst.copy_from_slice(src);
-            }
-        }
-    }
-
-    /// Write the APDU status `st` into `frame` at [`ProviderJob::status_at`].
-    pub fn stamp(&self, frame: &mut [u8], st: ApduStatus) {
-        if let Some(b) = frame.get_mut(self.status_at..) {
-            let _ = st.emit(b);
-        }
-    }
-}
-
-/// What the receive thread consumes for one output CR.
-#[derive(Debug, Clone)]
-pub struct ConsumerJob {
-    pub frame_id: u16,
-    /// The controller's MAC (frames from other sources are dropped).
-    pub src: [u8; 6],
-    /// C_SDU length (IOCR DataLength).
-    pub c_sdu_len: usize,
-    /// I-area data: `frame_off` relative to the start of the C_SDU.
-    pub items: Vec<CopyItem>,
-    /// C_SDU offsets of the controller's IOPS for data it sends.
-    pub iops_offs: Vec<usize>,
-    /// C_SDU offsets of the controller's IOCS for the device's data.
-    pub iocs_offs: Vec<usize>,
-    /// Scratch copy of the whole I area (pre-filled with the safe input value).
-    pub scratch: Vec<u8>,
-    /// Data-hold time (DataHoldFactor x period) in ns.
-    pub dht_ns: u64,
-    /// Last CycleCounter seen (duplicate detection).
-    pub last_counter: Option<u16>,
-}
-
-impl ConsumerJob {
-    /// The consumer rule of this CR (protocol crate).
-    pub fn rule(&self) -> CrRule {
-        CrRule {
-            frame_id: FrameId(self.frame_id),
-            src: Some(MacAddr(self.src)),
-            c_sdu_len: Some(self.c_sdu_len),
-        }
-    }
-}
-
 /// State shared between the real-time thread, the receive thread and the connection manager.
 pub struct CyclicShared {
     pub stop: AtomicBool,
@@ -186,13 +104,13 @@ pub struct CyclicShared {
     pub precise: AtomicBool,
     /// Base tick when no job runs (SendClockFactor of the configuration).
     pub base_period_ns: AtomicU64,
-    pub job: Mutex<Option<Arc<ProviderJob>>>,
+    pub job: Mutex<Option<Arc<ProviderTemplate>>>,
     pub job_gen: AtomicU64,
     /// Generation the real-time thread has switched to.
     pub seen_gen: AtomicU64,
     /// Replaced jobs with the generation after which they may be dropped.
-    retired: Mutex<Vec<(u64, Arc<ProviderJob>)>>,
-    pub consumer: Mutex<Option<ConsumerJob>>,
+    retired: Mutex<Vec<(u64, Arc<ProviderTemplate>)>>,
+    pub consumer: Mutex<Option<ConsumerCr>>,
     /// Monotonic time of the last valid consumer frame.
     pub last_rx_ns: AtomicU64,
     /// Data-hold time of the running consumer (0 = watchdog not armed).
@@ -228,7 +146,7 @@ impl CyclicShared {
             idle_lock: Mutex::new(()),
             idle_cv: Condvar::new(),
             precise: AtomicBool::new(precise),
-            base_period_ns: AtomicU64::new(base_period_ns.max(CLOCK_UNIT_NS)),
+            base_period_ns: AtomicU64::new(base_period_ns.max(TIME_BASE_NS)),
             job: Mutex::new(None),
             job_gen: AtomicU64::new(0),
             seen_gen: AtomicU64::new(0),
@@ -280,7 +198,7 @@ impl CyclicShared {
     ///
     /// The replaced job is kept in `retired` until the real-time thread has switched to the
     /// new generation, so its last reference is never dropped (deallocated) on that thread.
-    pub fn set_job(&self, job: Option<Arc<ProviderJob>>) {
+    pub fn set_job(&self, job: Option<Arc<ProviderTemplate>>) {
         let mut g = self.job.lock().unwrap_or_else(|p| p.into_inner());
         let old = std::mem::replace(&mut *g, job);
         let gen = self.job_gen.load(Ordering::Acquire);
@@ -300,7 +218,7 @@ impl CyclicShared {
     /// Install or remove the consumer job. Removing also disarms the watchdog and marks the
     /// I area invalid (done under the consumer lock, so the receive thread, the single writer
     /// of the I area, is not writing at the same time).
-    pub fn set_consumer(&self, job: Option<ConsumerJob>, image: &ProcessImage) {
+    pub fn set_consumer(&self, job: Option<ConsumerCr>, image: &ProcessImage) {
         let mut g = self.consumer.lock().unwrap_or_else(|p| p.into_inner());
         self.dht_ns.store(0, Ordering::Release);
         self.consumer_frames.store(0, Ordering::Relaxed);
@@ -344,65 +262,25 @@ pub fn consume_frame(
     let Some(job) = guard.as_mut() else {
         return Consumed::NotOurs;
     };
-    // The protocol crate's consumer rule (the one copy: FrameID, source, length bounds,
-    // DataValid and TransferStatus). An over-long frame is not this CR's: its bytes at the
-    // status position are arbitrary (the malformed-RT flood ended ARs this way,
-    // docs/decisions.md "Floods").
-    let st = match check_frame(&job.rule(), MacAddr(src), payload) {
-        FrameCheck::NotThisCr => return Consumed::NotOurs,
-        FrameCheck::Malformed(_) => return Consumed::Invalid,
-        FrameCheck::NotValid(st) => {
-            shared
-                .peer_data_status
-                .store(st.data_status.0, Ordering::Relaxed);
-            return Consumed::Ignored;
-        }
-        FrameCheck::Good(st) => st,
-    };
-    shared
-        .peer_data_status
-        .store(st.data_status.0, Ordering::Relaxed);
-    // The C_SDU: check_frame has checked the length.
-    let Ok(frame) = CyclicFrame::with_c_sdu_len(payload, job.c_sdu_len) else {
-        return Consumed::Invalid;
-    };
-    // Duplicate / stale frame: the CycleCounter must advance (rule of the protocol crate's
-    // sans-IO consumer, after p-net `pf_cpm_check_cycle`).
-    if job
-        .last_counter
-        .is_some_and(|last| !pn_protocol::machine::cyclic::cycle_advanced(last, st.cycle_counter))
-    {
-        return Consumed::Ignored;
+    let dht_ns = job.dht_ns;
+    // The protocol crate's CPM decides (frame check, CycleCounter, data items, IOxS); this
+    // shell stores what it says.
+    let c = job.consume(MacAddr(src), payload);
+    if let Some(st) = c.status() {
+        shared
+            .peer_data_status
+            .store(st.data_status.0, Ordering::Relaxed);
     }
-    job.last_counter = Some(st.cycle_counter);
-    let sdu = frame.c_sdu();
-    for it in &job.items {
-        if let (Some(src), Some(dst)) = (
-            sdu.get(it.frame_off..it.frame_off + it.len),
-            job.scratch.get_mut(it.area_off..it.area_off + it.len),
-        ) {
-            dst.copy_from_slice(src);
-        }
-    }
-    let good = |offs: &[usize]| {
-        offs.iter()
-            .all(|&o| sdu.get(o).is_some_and(|&b| b & 0x80 != 0))
+    let d = match c {
+        Consume::NotThisCr => return Consumed::NotOurs,
+        Consume::Malformed(_) => return Consumed::Invalid,
+        Consume::NotValid(_) | Consume::Duplicate(_) => return Consumed::Ignored,
+        Consume::New(_, d) => d,
     };
-    let run = st.data_status.provider_run();
-    let iops = if run && good(&job.iops_offs) {
-        IOXS_GOOD
-    } else {
-        IOXS_BAD
-    };
-    let iocs = if good(&job.iocs_offs) {
-        IOXS_GOOD
-    } else {
-        IOXS_BAD
-    };
-    image.cyclic_write_input(&job.scratch, iops, iocs);
+    image.cyclic_write_input(d.area, d.iops.0, d.iocs.0);
     shared.last_rx_ns.store(mono_ns(), Ordering::Release);
     if shared.dht_ns.load(Ordering::Relaxed) == 0 {
-        shared.dht_ns.store(job.dht_ns, Ordering::Release);
+        shared.dht_ns.store(dht_ns, Ordering::Release);
     }
     shared.consumer_frames.fetch_add(1, Ordering::Relaxed);
     Consumed::Ok
@@ -503,7 +381,7 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
     // Everything the loop needs is allocated here, once.
     let mut q = vec![0u8; crate::image::MAX_AREA_LEN];
     let mut frame: Vec<u8> = Vec::with_capacity(1600);
-    let mut job: Option<Arc<ProviderJob>> = None;
+    let mut job: Option<Arc<ProviderTemplate>> = None;
     let mut seen_gen = u64::MAX;
     let mut counter: u16 = 0;
     let mut have_q = false;
@@ -575,7 +453,7 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
                     Some(j) => {
                         frame.clear();
                         frame.extend_from_slice(&j.frame); // capacity 1600 >= max frame
-                        period = j.period_ns.max(CLOCK_UNIT_NS);
+                        period = j.period_ns.max(TIME_BASE_NS);
                         next = now + period;
                         have_q = false;
                     }
@@ -658,18 +536,13 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
     }
 }
 
-/// FrameID helper for building templates.
-pub fn frame_id(v: u16) -> FrameId {
-    FrameId(v)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn idle_thread_wakes_for_a_job_and_for_stop() {
-        let shared = Arc::new(CyclicShared::new(CLOCK_UNIT_NS * 32, false));
+        let shared = Arc::new(CyclicShared::new(TIME_BASE_NS * 32, false));
         // The thread waits idle until the generation changes.
         let s2 = shared.clone();
         let t = std::thread::spawn(move || s2.wait_idle(0));

@@ -3,8 +3,10 @@
 //!
 //! Ownership of the files in this directory:
 //! * stack-core: `mod.rs` (the plane, receive dispatch), `cm.rs` (DCE/RPC connection
-//!   management on UDP 34964), `ar.rs` (AR state, connect planning), `cyclic.rs` (the
-//!   real-time thread), `alarms.rs` (RTA alarm transport), `records.rs` (record read/write).
+//!   management on UDP 34964), `ar.rs` (the configuration's slot layout and the API's view of
+//!   an AR; the planning is the protocol crate's `machine::cmdev::plan`), `cyclic.rs` (the
+//!   real-time thread, the I/O shell of `machine::ppm` / `machine::cpm`), `alarms.rs` (RTA
+//!   alarm transport), `records.rs` (record read/write).
 //! * stack-l2: `socket.rs` (raw socket wrapper), `link.rs` (link monitor), `dcp.rs`,
 //!   `lldp.rs`, `snmp.rs`, `llmnr.rs` (and `crate::gsdml`).
 //!
@@ -500,7 +502,8 @@ impl DataPlane for ProfinetPlane {
         let high_res = cfg.high_resolution_timer;
         inner.high_res = high_res;
         let stop = Arc::new(AtomicBool::new(false));
-        let base = u64::from(cfg.send_clock_factor.max(1)) * cyclic::CLOCK_UNIT_NS;
+        let base =
+            u64::from(cfg.send_clock_factor.max(1)) * pn_protocol::machine::cyclic::TIME_BASE_NS;
         let cyc = Arc::new(cyclic::CyclicShared::new(base, high_res));
         let (ctl_tx, ctl_rx) = mpsc::channel();
         let mut threads = Vec::new();

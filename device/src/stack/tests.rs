@@ -1,5 +1,7 @@
 use super::*;
 use crate::image::ProcessImage;
+use pn_protocol::machine::cpm::ConsumerCr;
+use pn_protocol::machine::ppm::CopyItem;
 
 const CTL: [u8; 6] = [0x02, 0x11, 0x22, 0x33, 0x44, 0x55];
 const C_SDU: usize = 40;
@@ -7,13 +9,13 @@ const C_SDU: usize = 40;
 /// A consumer of FrameID 0x8001 from `CTL`; data `items`, IOPS at `iops_offs`.
 fn consumer(
     c_sdu_len: usize,
-    items: Vec<cyclic::CopyItem>,
+    items: Vec<CopyItem>,
     iops_offs: Vec<usize>,
 ) -> (cyclic::CyclicShared, ProcessImage) {
     let cyc = cyclic::CyclicShared::new(4_000_000, false);
     let image = ProcessImage::new(4, 4);
     cyc.set_consumer(
-        Some(cyclic::ConsumerJob {
+        Some(ConsumerCr {
             frame_id: 0x8001,
             src: CTL,
             c_sdu_len,
@@ -55,7 +57,7 @@ fn input(image: &ProcessImage) -> Vec<u8> {
 /// data-hold watchdog tripped. Over-long frames must not be consumed at all.
 #[test]
 fn over_long_frame_neither_consumed_nor_poisons_the_cycle_counter() {
-    let item = cyclic::CopyItem {
+    let item = CopyItem {
         frame_off: 0,
         area_off: 0,
         len: 4,

@@ -4,12 +4,14 @@
 pub mod alarm_cr;
 pub mod cmctl;
 pub mod cmdev;
+pub mod cpm;
 pub mod cyclic;
 pub mod data_hold;
 pub mod dcp_client;
 pub mod dcp_delay;
 pub mod dcp_responder;
 pub mod lldp;
+pub mod ppm;
 pub mod remanent;
 pub mod rpc_reassembly;
 pub mod rta;
