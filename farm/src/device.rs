@@ -40,7 +40,7 @@ use pn_protocol::machine::cmdev::{ArPhase, Cmdev, CmdevApp, CmdevEvent, EndCause
 use pn_protocol::machine::cyclic::TIME_BASE_NS;
 use pn_protocol::machine::data_hold::DataHold;
 use pn_protocol::machine::dcp_responder::{DcpEvent, DcpIdentity, DcpResponder};
-use pn_protocol::machine::ppm::ProviderTemplate;
+use pn_protocol::machine::ppm::{ProviderTemplate, SlotClock};
 use pn_protocol::time::{Duration as PnDuration, Instant};
 use pn_protocol::wire::ethernet::MacAddr;
 use pn_protocol::wire::ip::{udp_frame, PNIO_CM_PORT};
@@ -75,8 +75,9 @@ pub type Neighbours = HashMap<Ipv4Addr, [u8; 6]>;
 struct Provider {
     job: ProviderTemplate,
     frame: Vec<u8>,
-    next_ns: u64,
-    counter: u16,
+    /// The schedule, on the period grid (`SlotClock::on_grid`): every farm device of one
+    /// period sends in the same wake-up of the I/O loop.
+    clock: SlotClock,
     have_q: bool,
     q: Vec<u8>,
 }
@@ -278,7 +279,7 @@ impl FarmDevice {
         let mut t: Option<u64> = None;
         let mut at = |x: u64| t = Some(t.map_or(x, |y| y.min(x)));
         if let Some(p) = &self.provider {
-            at(p.next_ns);
+            at(p.clock.next_ns());
         }
         for d in [
             self.cm.poll_timeout(),
@@ -487,7 +488,10 @@ impl FarmDevice {
     /// is to be sent.
     pub fn on_timer(&mut self, now: Instant, horizon: u64, out: &mut Out, n: &Neighbours) -> bool {
         let mut send = false;
-        let due = self.provider.as_ref().is_some_and(|p| p.next_ns <= horizon);
+        let due = self
+            .provider
+            .as_ref()
+            .is_some_and(|p| p.clock.next_ns() <= horizon);
         if due {
             send = self.provider_slot(now, out, n);
         }
@@ -526,20 +530,17 @@ impl FarmDevice {
         let Some(p) = self.provider.as_mut() else {
             return false;
         };
-        let period = p.job.period_ns.max(TIME_BASE_NS);
-        let late = now.0.saturating_sub(p.next_ns);
-        if late >= period {
-            let missed = late / period;
-            p.next_ns += missed * period;
-            p.counter = p
-                .counter
-                .wrapping_add((missed as u16).wrapping_mul(p.job.counter_step));
+        let period = p.clock.period_ns();
+        // A slot due within the loop's batch horizon is sent in this wake-up, as on time.
+        let Some(slot) = p.clock.take(now.0.max(p.clock.next_ns())) else {
+            return false;
+        };
+        if slot.missed > 0 {
             self.shared
                 .counters
                 .missed_slots
-                .fetch_add(missed, Ordering::Relaxed);
+                .fetch_add(slot.missed, Ordering::Relaxed);
         }
-        p.next_ns += period;
         // Data-hold supervision (the daemon's rule, once per executed provider cycle).
         let dht = self.cyc.dht_ns.load(Ordering::Acquire);
         if dht != 0 {
@@ -588,11 +589,10 @@ impl FarmDevice {
             self.cyc.provider_run.load(Ordering::Relaxed),
             !self.cyc.station_problem.load(Ordering::Relaxed),
         );
-        p.counter = p.counter.wrapping_add(p.job.counter_step);
         p.job.stamp(
             &mut p.frame,
             ApduStatus {
-                cycle_counter: p.counter,
+                cycle_counter: slot.cycle_counter,
                 data_status: ds,
                 transfer_status: 0,
             },
@@ -736,8 +736,11 @@ impl FarmDevice {
                     self.watchdog = None;
                     self.provider = Some(Provider {
                         frame: plan.provider.frame.clone(),
-                        next_ns: now.0 + plan.period_ns.max(TIME_BASE_NS),
-                        counter: 0,
+                        clock: SlotClock::on_grid(
+                            now.0,
+                            plan.period_ns.max(TIME_BASE_NS),
+                            plan.provider.counter_step,
+                        ),
                         have_q: false,
                         q: vec![0; self.shared.image.output_len()],
                         job: plan.provider,

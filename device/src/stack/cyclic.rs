@@ -43,7 +43,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use pn_protocol::machine::cpm::{Consume, ConsumerCr};
 use pn_protocol::machine::cyclic::TIME_BASE_NS;
 use pn_protocol::machine::data_hold::DataHold;
-use pn_protocol::machine::ppm::ProviderTemplate;
+use pn_protocol::machine::ppm::{ProviderTemplate, Slot, SlotClock};
 use pn_protocol::time::{Duration as PnDuration, Instant as PnInstant};
 use pn_protocol::wire::ethernet::MacAddr;
 use pn_protocol::wire::rt::{ApduStatus, DataStatus};
@@ -383,12 +383,16 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
     let mut frame: Vec<u8> = Vec::with_capacity(1600);
     let mut job: Option<Arc<ProviderTemplate>> = None;
     let mut seen_gen = u64::MAX;
+    // The CycleCounter of the last frame sent: it runs on across ARs (a new CR continues
+    // from it), as it always has (tests count lost frames across AR boundaries by it).
     let mut counter: u16 = 0;
     let mut have_q = false;
     let mut watchdog: Option<DataHold> = None;
 
     let mut period = shared.base_period_ns.load(Ordering::Relaxed);
-    let mut next = mono_ns() + period;
+    // The schedule (the protocol crate's PPM SlotClock); without a job it only paces the
+    // watchdog (counter step 0).
+    let mut clock = SlotClock::new(mono_ns() + period, period, 0, 0);
     while !shared.stop.load(Ordering::Acquire) {
         // Nothing to send and no watchdog to run: wait for a job instead of ticking. The tick
         // grid restarts from the moment of the wake-up (no missed slots are counted for the
@@ -401,7 +405,7 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
                     break;
                 }
                 period = shared.base_period_ns.load(Ordering::Relaxed);
-                next = mono_ns() + period;
+                clock = SlotClock::new(mono_ns() + period, period, 0, 0);
             }
         }
         // Precise-mode switch (rare).
@@ -411,6 +415,7 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
             set_timer_slack(if precise { 1 } else { 50_000 });
         }
         // Wait for the deadline.
+        let next = clock.next_ns();
         if precise && fifo {
             sleep_until_abs(next.saturating_sub(SPIN_NS));
             while mono_ns() < next {
@@ -429,16 +434,16 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
             .fetch_add(late / 1000, Ordering::Relaxed);
         counters.stack_cycles.fetch_add(1, Ordering::Relaxed);
         counters.heartbeat.fetch_add(1, Ordering::Relaxed);
-        if late >= period {
-            // Whole slots lost: count them, do not send catch-up frames.
-            let missed = late / period;
+        // Whole slots lost are counted and skipped (no catch-up frames); the slot's counter
+        // reflects them.
+        let mut slot = clock.take(now.max(next)).unwrap_or(Slot {
+            cycle_counter: 0,
+            missed: 0,
+        });
+        if slot.missed > 0 {
             counters
                 .stack_missed_ticks
-                .fetch_add(missed, Ordering::Relaxed);
-            next += missed * period;
-            counter = counter.wrapping_add(
-                (missed as u16).wrapping_mul(job.as_ref().map_or(0, |j| j.counter_step)),
-            );
+                .fetch_add(slot.missed, Ordering::Relaxed);
         }
 
         // New job?
@@ -454,12 +459,15 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
                         frame.clear();
                         frame.extend_from_slice(&j.frame); // capacity 1600 >= max frame
                         period = j.period_ns.max(TIME_BASE_NS);
-                        next = now + period;
                         have_q = false;
+                        // The new CR's first frame goes now, the next one a period later.
+                        let first = counter.wrapping_add(j.counter_step);
+                        clock = SlotClock::new(now, period, first, j.counter_step);
+                        slot = clock.take(now).unwrap_or(slot);
                     }
                     None => {
                         period = shared.base_period_ns.load(Ordering::Relaxed);
-                        next = now + period;
+                        clock = SlotClock::new(now + period, period, 0, 0);
                     }
                 }
             }
@@ -505,7 +513,7 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
                 shared.provider_run.load(Ordering::Relaxed),
                 !shared.station_problem.load(Ordering::Relaxed),
             );
-            counter = counter.wrapping_add(j.counter_step);
+            counter = slot.cycle_counter;
             let st = ApduStatus {
                 cycle_counter: counter,
                 data_status: ds,
@@ -530,9 +538,9 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
             let bp = shared.base_period_ns.load(Ordering::Relaxed);
             if bp != period {
                 period = bp;
+                clock = SlotClock::new(clock.next_ns(), period, 0, 0);
             }
         }
-        next += period;
     }
 }
 

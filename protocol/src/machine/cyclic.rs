@@ -13,6 +13,7 @@
 //! data-hold timer DataHoldFactor × interval; the watchdog fires when that much time passes
 //! without one.
 
+use super::ppm::SlotClock;
 use crate::time::{Duration, Instant};
 use crate::wire::ethernet::{EthernetRepr, MacAddr};
 use crate::wire::rt::{self, ApduStatus, CyclicFrame, DataStatus, FrameId};
@@ -139,8 +140,8 @@ pub struct Provider {
     eth: EthernetRepr,
     frame_id: FrameId,
     timing: CyclicTiming,
-    next_deadline: Instant,
-    cycle_counter: u16,
+    /// The schedule (PPM's, shared with the device's and the farm's shells).
+    clock: SlotClock,
     data_status: DataStatus,
     stats: ProviderStats,
 }
@@ -158,8 +159,12 @@ impl Provider {
             eth,
             frame_id,
             timing,
-            next_deadline: start,
-            cycle_counter: first_cycle_counter,
+            clock: SlotClock::new(
+                start.0,
+                timing.interval().0,
+                first_cycle_counter,
+                timing.cycle_step(),
+            ),
             data_status: DataStatus::RUNNING,
             stats: ProviderStats::default(),
         }
@@ -173,11 +178,13 @@ impl Provider {
     }
     /// When the next frame is due.
     pub fn next_deadline(&self) -> Instant {
-        self.next_deadline
+        Instant(self.clock.next_ns())
     }
     /// CycleCounter the next frame will carry.
     pub fn next_cycle_counter(&self) -> u16 {
-        self.cycle_counter
+        // The counter the next slot would carry if taken on time.
+        let mut c = self.clock;
+        c.take(c.next_ns()).map_or(0, |s| s.cycle_counter)
     }
     pub fn data_status(&self) -> DataStatus {
         self.data_status
@@ -201,27 +208,19 @@ impl Provider {
         data: &[u8],
         buf: &mut [u8],
     ) -> Result<Option<usize>> {
-        if now < self.next_deadline {
+        // Take the slot on a copy: a frame that cannot be built leaves the schedule as it was.
+        let mut clock = self.clock;
+        let Some(slot) = clock.take(now.0) else {
             return Ok(None);
-        }
-        let interval = self.timing.interval().0.max(1);
-        let late = now.0 - self.next_deadline.0;
-        let missed = late / interval;
-        let counter = self
-            .cycle_counter
-            .wrapping_add((missed as u16).wrapping_mul(self.timing.cycle_step()));
+        };
         let status = ApduStatus {
-            cycle_counter: counter,
+            cycle_counter: slot.cycle_counter,
             data_status: self.data_status,
             transfer_status: 0,
         };
         let n = rt::build_cyclic_frame(buf, &self.eth, self.frame_id, data, status)?;
-        let slot = self
-            .next_deadline
-            .0
-            .saturating_add(missed.saturating_mul(interval));
-        self.next_deadline = Instant(slot.saturating_add(interval));
-        self.cycle_counter = counter.wrapping_add(self.timing.cycle_step());
+        self.clock = clock;
+        let missed = slot.missed;
         self.stats.frames_sent += 1;
         self.stats.missed_slots += missed;
         Ok(Some(n))

@@ -5,8 +5,10 @@
 //! does): CMDEV builds the complete frame once per AR ([`super::cmdev::plan`]) with every
 //! submodule's IOPS/IOCS fixed at Connect, and each cycle only copies the data items in and
 //! stamps the APDU status. The schedule (one frame per SendClockFactor × ReductionRatio ×
-//! 31.25 µs, missed slots skipped and reflected in the CycleCounter) is the shell's: the
-//! daemon's real-time thread and pn-farm's I/O loop.
+//! 31.25 µs, missed slots skipped and reflected in the CycleCounter) is [`SlotClock`], which
+//! the daemon's real-time thread, pn-farm's I/O loop and the sans-IO
+//! [`super::cyclic::Provider`] (controller, simulator) all run; the shells only sleep until
+//! [`SlotClock::next_ns`].
 
 use crate::wire::rt::ApduStatus;
 
@@ -61,6 +63,81 @@ impl ProviderTemplate {
     }
 }
 
+/// One provider slot taken from a [`SlotClock`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    /// The CycleCounter of this slot's frame.
+    pub cycle_counter: u16,
+    /// Whole slots that passed before this one without a frame (the shell was late).
+    pub missed: u64,
+}
+
+/// The provider's send schedule: one slot per period on an absolute clock (ns of any monotonic
+/// clock). A slot whose time has passed by a whole period or more is skipped (no burst of
+/// catch-up frames, which would only be discarded as old by the consumer) but still advances
+/// the CycleCounter, so the counter says how much time passed, as the standard's CycleCounter
+/// does (IEC 61158-6-10; p-net `pf_ppm` advances it from the clock the same way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotClock {
+    next_ns: u64,
+    period_ns: u64,
+    counter: u16,
+    step: u16,
+}
+
+impl SlotClock {
+    /// First slot at `first_ns`; its frame carries CycleCounter `first_counter`; each slot
+    /// advances the counter by `step` (SendClockFactor × ReductionRatio).
+    pub fn new(first_ns: u64, period_ns: u64, first_counter: u16, step: u16) -> SlotClock {
+        SlotClock {
+            next_ns: first_ns,
+            period_ns: period_ns.max(1),
+            counter: first_counter,
+            step,
+        }
+    }
+
+    /// First slot at the first multiple of the period after `now_ns` (the period grid of the
+    /// clock), CycleCounter `step` in it. Providers of one period in one process then share
+    /// their send instants, so one wake-up sends them all (pn-farm: 64 devices at 1 ms wake
+    /// their I/O thread once a millisecond instead of once per device). The standard leaves the
+    /// phase of an RT_CLASS_1 provider free.
+    pub fn on_grid(now_ns: u64, period_ns: u64, step: u16) -> SlotClock {
+        let p = period_ns.max(1);
+        let first = (now_ns / p).saturating_add(1).saturating_mul(p);
+        SlotClock::new(first, p, step, step)
+    }
+
+    /// When the next slot is due.
+    pub fn next_ns(&self) -> u64 {
+        self.next_ns
+    }
+
+    pub fn period_ns(&self) -> u64 {
+        self.period_ns
+    }
+
+    /// Take the slot due at `now_ns` (`None` before [`SlotClock::next_ns`]): the counter for
+    /// its frame and the whole slots skipped before it; the next slot is one period later.
+    pub fn take(&mut self, now_ns: u64) -> Option<Slot> {
+        if now_ns < self.next_ns {
+            return None;
+        }
+        let missed = (now_ns - self.next_ns) / self.period_ns;
+        let cycle_counter = self
+            .counter
+            .wrapping_add((missed as u16).wrapping_mul(self.step));
+        self.next_ns = self
+            .next_ns
+            .saturating_add(missed.saturating_add(1).saturating_mul(self.period_ns));
+        self.counter = cycle_counter.wrapping_add(self.step);
+        Some(Slot {
+            cycle_counter,
+            missed,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,5 +169,53 @@ mod tests {
         // An area shorter than an item leaves the frame's bytes as they were.
         t.copy_items(&mut f, &[7]);
         assert_eq!(&f[2..5], &[1, 2, 3]);
+    }
+
+    #[test]
+    fn slots_skip_whole_missed_periods_and_count_them_in_the_counter() {
+        let mut c = SlotClock::new(1_000, 1_000, 32, 32);
+        assert_eq!(c.take(999), None);
+        assert_eq!(
+            c.take(1_000),
+            Some(Slot {
+                cycle_counter: 32,
+                missed: 0
+            })
+        );
+        assert_eq!(c.next_ns(), 2_000);
+        // Late by less than a period: no slot missed.
+        assert_eq!(
+            c.take(2_999).map(|s| (s.cycle_counter, s.missed)),
+            Some((64, 0))
+        );
+        assert_eq!(c.next_ns(), 3_000);
+        // Two and a half periods late: slots 3000 and 4000 skipped, the counter still moves.
+        assert_eq!(
+            c.take(5_500).map(|s| (s.cycle_counter, s.missed)),
+            Some((160, 2))
+        );
+        assert_eq!(c.next_ns(), 6_000);
+        assert_eq!(c.take(5_999), None);
+    }
+
+    #[test]
+    fn the_counter_wraps_and_the_grid_is_shared() {
+        let mut c = SlotClock::new(0, 10, 0xFFE0, 32);
+        assert_eq!(c.take(0).map(|s| s.cycle_counter), Some(0xFFE0));
+        assert_eq!(c.take(10).map(|s| s.cycle_counter), Some(0x0000));
+        // Two providers started at different times share their slots on the grid.
+        let (a, b) = (
+            SlotClock::on_grid(1_234_567, 1_000_000, 32),
+            SlotClock::on_grid(1_987_654, 1_000_000, 32),
+        );
+        assert_eq!((a.next_ns(), b.next_ns()), (2_000_000, 2_000_000));
+        assert_eq!(
+            SlotClock::on_grid(2_000_000, 1_000_000, 32).next_ns(),
+            3_000_000
+        );
+        // Nothing overflows at the end of the clock.
+        let mut e = SlotClock::new(u64::MAX - 5, 10, 0, 1);
+        assert!(e.take(u64::MAX).is_some());
+        assert_eq!(e.next_ns(), u64::MAX);
     }
 }
