@@ -23,11 +23,11 @@ use std::time::Duration;
 use pn_device::stack::cyclic::mono_ns;
 use pn_device::stack::socket::PnSocket;
 use pn_protocol::time::Instant;
+use pn_protocol::wire::arp::ArpRepr;
 use pn_protocol::wire::ethernet::{ethertype, EthernetRepr, MacAddr};
 use pn_protocol::wire::ip::{UdpFrame, PNIO_CM_PORT};
 use pn_protocol::wire::rta::{FRAME_ID_ALARM_HIGH, FRAME_ID_ALARM_LOW};
 
-use crate::arp::{Arp, OP_REQUEST};
 use crate::device::{peer, FarmDevice, Neighbours, Out};
 use crate::status::{Command, FarmShared};
 
@@ -247,16 +247,17 @@ impl Loop {
                 }
             }
             ethertype::ARP => {
-                let Some(a) = Arp::parse_frame(frame) else {
+                let Ok((_, a)) = ArpRepr::parse_frame(frame) else {
                     return;
                 };
                 if !a.sender_ip.is_unspecified() {
-                    self.neigh.insert(a.sender_ip, a.sender_mac);
+                    self.neigh.insert(a.sender_ip, a.sender_mac.0);
                 }
-                if a.op == OP_REQUEST && !a.target_ip.is_unspecified() {
-                    if let Some(d) = self.devs.iter().find(|d| d.ip() == a.target_ip) {
-                        self.out.ctl.push(a.reply_frame(d.mac()));
-                    }
+                let Some(d) = self.devs.iter().find(|d| d.ip() == a.target_ip) else {
+                    return;
+                };
+                if let Some(reply) = a.reply(MacAddr(d.mac())) {
+                    self.out.ctl.push(reply.frame(a.sender_mac));
                 }
             }
             ethertype::IPV4 => {

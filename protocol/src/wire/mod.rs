@@ -22,6 +22,7 @@ pub mod field;
 
 pub use error::{Error, Result};
 
+pub mod arp;
 pub mod dcp;
 pub mod ethernet;
 pub mod ip;
