@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 use pn_device::dataplane::Im0Config;
 use pn_device::stack::dcp::{DcpIdentity, DcpResponder};
 use pn_device::stack::lldp::{system_description, LldpAgent};
-use pn_device::stack::{llmnr, snmp};
+use pn_protocol::machine::{llmnr_responder as llmnr, snmp_agent as snmp};
 use pn_protocol::time::Instant;
 use pn_protocol::wire::dcp::{qualifier, DcpBlock, DcpRepr, DcpValue, NameOfStation};
 use pn_protocol::wire::ethernet::MacAddr;

@@ -11,7 +11,8 @@
 //!   is [`DataHold`];
 //! * alarms: pn-device's `AlarmCr` (two `rta::RtaMachine`s);
 //! * LLDP: [`LldpAgent`] (its LLDPDU on schedule, the neighbour, the alias name for DCP); the
-//!   PDev real-data records report the neighbour as pn-device does (`cm::pdev_peer`).
+//!   PDev real-data records report the neighbour as pn-device does (`cm::pdev_peer`);
+//! * SNMP and LLMNR: the protocol crate's agent and responder ([`services`]).
 //!
 //! Remanent data (`--state-dir`) goes through [`DeviceStore`] before a DCP Set or a record
 //! write is answered, as in pn-device.
@@ -53,6 +54,8 @@ use pn_protocol::wire::rta::abort_reason;
 use crate::plant::DeviceSpec;
 use crate::remanent::DeviceStore;
 use crate::status::DevShared;
+
+mod services;
 
 /// 100BASE-TX full duplex: the MAU type the PDev records report for the farm's virtual ports
 /// (there is no PHY per device to ask).

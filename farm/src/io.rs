@@ -1,12 +1,13 @@
 //! The farm's one I/O loop (thread `farm-io`): one `AF_PACKET` socket on the NIC for every
-//! device's RT, RTA, DCP, ARP and CM (IPv4/UDP) frames, one deadline set for every device's
-//! machines, one `sendmmsg(2)` per wake-up for everything due.
+//! device's RT, RTA, DCP, ARP, CM, SNMP and LLMNR (IPv4/UDP) frames, one deadline set for
+//! every device's machines, one `sendmmsg(2)` per wake-up for everything due.
 //!
 //! Per iteration: take the status view's commands; sleep in `ppoll(2)` until the earliest
-//! deadline or a frame; read up to [`RX_BATCH`] frames ([`RX_CALL`] per `recvmmsg(2)`) and hand each to its device (by
-//! destination MAC; DCP multicast and LLDP to every device; ARP by target IP); run every device whose
-//! deadline is due (providers due within [`BATCH_NS`] count as due, so the cyclic frames of
-//! one wake-up leave in one batch); send the batch.
+//! deadline or a frame; read up to [`RX_BATCH`] frames ([`RX_CALL`] per `recvmmsg(2)`) and
+//! hand each to its device (by destination MAC; DCP multicast, LLDP and LLMNR multicast to every
+//! device; ARP by target IP); run every device whose deadline is due (providers due within
+//! [`BATCH_NS`] count as due, so the cyclic frames of one wake-up leave in one batch); send the
+//! batch.
 //!
 //! Why one thread: every decision is in the machines and each step is short (a provider slot
 //! is a copy and a header patch, a Connect a few tens of µs), so one thread keeps the devices'
@@ -22,11 +23,12 @@ use std::sync::Arc;
 use pn_device::stack::cyclic::mono_ns;
 use pn_device::stack::socket::{PnSocket, RecvBatch};
 use pn_protocol::time::Instant;
+use pn_protocol::wire::arp::ArpRepr;
 use pn_protocol::wire::ethernet::{ethertype, EthernetRepr, MacAddr};
 use pn_protocol::wire::ip::{UdpFrame, PNIO_CM_PORT};
 use pn_protocol::wire::rta::{FRAME_ID_ALARM_HIGH, FRAME_ID_ALARM_LOW};
+use pn_protocol::wire::{llmnr, snmp};
 
-use crate::arp::{Arp, OP_REQUEST};
 use crate::device::{peer, FarmDevice, Neighbours, Out};
 use crate::status::{Command, FarmShared};
 
@@ -178,6 +180,8 @@ struct Loop {
     timers: BTreeSet<(u64, usize)>,
     neigh: Neighbours,
     out: Out,
+    /// When the loop started: the devices' SNMP agents count sysUpTime from here.
+    started: Instant,
 }
 
 impl Loop {
@@ -248,40 +252,61 @@ impl Loop {
                 }
             }
             ethertype::ARP => {
-                let Some(a) = Arp::parse_frame(frame) else {
+                let Ok((_, a)) = ArpRepr::parse_frame(frame) else {
                     return;
                 };
                 if !a.sender_ip.is_unspecified() {
-                    self.neigh.insert(a.sender_ip, a.sender_mac);
+                    self.neigh.insert(a.sender_ip, a.sender_mac.0);
                 }
-                if a.op == OP_REQUEST && !a.target_ip.is_unspecified() {
-                    if let Some(d) = self.devs.iter().find(|d| d.ip() == a.target_ip) {
-                        self.out.ctl.push(a.reply_frame(d.mac()));
-                    }
+                let Some(d) = self.devs.iter().find(|d| d.ip() == a.target_ip) else {
+                    return;
+                };
+                if let Some(reply) = a.reply(MacAddr(d.mac())) {
+                    self.out.ctl.push(reply.frame(a.sender_mac));
                 }
             }
-            ethertype::IPV4 => {
-                let Some(&i) = self.by_mac.get(&dst) else {
-                    return;
-                };
-                let Ok(u) = UdpFrame::parse(frame) else {
-                    return;
-                };
-                // The UDP checksum is not checked: a sender on this host (a veth peer, a
-                // NIC with transmit offload) hands the packet socket a partial checksum the
-                // hardware would have filled in (TP_STATUS_CSUMNOTREADY). The Ethernet FCS
-                // covers the frame on a real wire; the IPv4 header checksum is always real.
-                if u.udp.dst_port != PNIO_CM_PORT
-                    || u.ip.dst_addr != self.devs[i].ip()
-                    || !u.ip_checksum_ok
-                {
-                    return;
-                }
+            ethertype::IPV4 => self.on_ipv4(frame, now),
+            _ => {}
+        }
+    }
+
+    /// UDP to a device: CM (34964), SNMP (161), LLMNR (5355, also to the LLMNR group, where
+    /// each device answers for its own name).
+    fn on_ipv4(&mut self, frame: &[u8], now: Instant) {
+        let Ok(u) = UdpFrame::parse(frame) else {
+            return;
+        };
+        // The UDP checksum is not checked: a sender on this host (a veth peer, a NIC with
+        // transmit offload) hands the packet socket a partial checksum the hardware would
+        // have filled in (TP_STATUS_CSUMNOTREADY). The Ethernet FCS covers the frame on a real
+        // wire; the IPv4 header checksum is always real.
+        if !u.ip_checksum_ok {
+            return;
+        }
+        if u.ip.dst_addr == llmnr::GROUP && u.udp.dst_port == llmnr::PORT {
+            let replies = self.devs.iter().filter_map(|d| d.on_llmnr(&u));
+            self.out.ctl.extend(replies);
+            return;
+        }
+        let Some(&i) = self.by_mac.get(&u.dst_mac) else {
+            return;
+        };
+        if u.ip.dst_addr != self.devs[i].ip() {
+            return;
+        }
+        match u.udp.dst_port {
+            PNIO_CM_PORT => {
                 self.neigh.insert(u.ip.src_addr, u.src_mac);
                 let from = peer(u.ip.src_addr, u.udp.src_port);
                 self.devs[i].on_udp(now, from, u.payload, &mut self.out, &self.neigh);
                 self.reschedule(i);
             }
+            snmp::PORT => {
+                // sysUpTime in centiseconds, wrapping as TimeTicks do (RFC 2578 §7.1.8).
+                let up = (now.0.saturating_sub(self.started.0) / 10_000_000) as u32;
+                self.out.ctl.extend(self.devs[i].on_snmp(&u, up));
+            }
+            llmnr::PORT => self.out.ctl.extend(self.devs[i].on_llmnr(&u)),
             _ => {}
         }
     }
@@ -340,6 +365,7 @@ pub fn run(
         timers: BTreeSet::new(),
         neigh: HashMap::new(),
         out: Out::default(),
+        started: Instant(mono_ns()),
     };
     for i in 0..l.devs.len() {
         l.reschedule(i);

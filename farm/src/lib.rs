@@ -5,12 +5,10 @@
 //! * [`plant`]: the plant file and the numbering of N copies (pure);
 //! * [`device`]: one device: the machines and the shell glue;
 //! * [`io`]: the one I/O loop (thread `farm-io`): one raw socket, one deadline set, batched
-//!   sends;
-//! * [`arp`]: ARP replies for the devices' IPs (pure);
+//!   sends; ARP replies for the devices' IPs (`pn_protocol::wire::arp`);
 //! * [`remanent`]: the devices' remanent data (`--state-dir`, one file per device);
 //! * [`status`]: the status view (thread `farm-http`).
 
-pub mod arp;
 pub mod device;
 pub mod io;
 pub mod plant;

@@ -432,6 +432,49 @@ mod tests {
     }
 
     #[test]
+    fn the_example_plant_file_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/plant.toml");
+        let p = PlantFile::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let dir = path.parent().unwrap();
+        let d = from_plant(&p, dir, "eth0", None, |x| RuntimeConfig::load(Some(x))).unwrap();
+        let names: Vec<&str> = d.iter().map(|d| d.stack.station_name.as_str()).collect();
+        assert_eq!(names, ["tank-valve-1", "tank-valve-2", "tank-pump-1", ""]);
+        assert_eq!(d[2].mac, [0x02, 0x00, 0x50, 0x4e, 0x01, 0x00]);
+        assert_eq!(d[3].mac, nth_mac(DEFAULT_MAC_BASE, 3).unwrap());
+        assert_ne!(d[2].stack.input_len, d[0].stack.input_len);
+    }
+
+    /// The committed corpus of the `plant_file` fuzz target (device/fuzz/), with its checks.
+    #[test]
+    fn plant_file_fuzz_corpus_replays() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../device/fuzz/corpus/plant_file");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            n += 1;
+            let Ok(p) = PlantFile::parse(&text) else {
+                continue;
+            };
+            let d = Path::new("/plant/default.xml");
+            match from_plant(&p, Path::new("/plant"), "eth0", Some(d), |_| Ok(cfg())) {
+                Ok(devs) => {
+                    assert_eq!(devs.len(), p.devices.len(), "{}", path.display());
+                    check_unique(&devs).unwrap();
+                }
+                Err(e) => assert!(
+                    e.starts_with("plant file") || e.contains("used twice"),
+                    "{}: {e}",
+                    path.display()
+                ),
+            }
+        }
+        assert!(n >= 3, "{n} corpus files");
+    }
+
+    #[test]
     fn macs_parse_strictly() {
         assert_eq!(parse_mac("02:00:50:4e:00:01"), Some(DEFAULT_MAC_BASE));
         assert_eq!(parse_mac("02-00-50-4E-00-01"), Some(DEFAULT_MAC_BASE));

@@ -5,9 +5,13 @@
 //! as an alarm; the status view lists the devices; Release returns every device to idle.
 //! 4 ms cycle, DataHoldFactor 125 (500 ms): the subject is the farm's function, not timing
 //! (a loaded CI VM has stalled threads for ~100 ms, see controller-sim/tests/device_many.rs).
+//!
+//! Second test: the farm devices' SNMP agents and LLMNR responders against independent
+//! clients (net-snmp, a UDP socket).
 
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use pn_controller::devconfig::DeviceConfig;
@@ -17,6 +21,7 @@ use pn_device_formats::config::RuntimeConfig;
 use pn_farm::plant::{numbered, Numbering, DEFAULT_MAC_BASE};
 use pn_farm::status::DeviceView;
 use pn_farm::{Farm, FarmOptions};
+use pn_protocol::wire::llmnr::{self, rtype, LlmnrRepr, Question, CLASS_IN};
 use pn_protocol::wire::pnio::im::ImRecord;
 use pn_testkit::daemon::DeviceXml;
 use pn_testkit::netns::{NetNs, Veth};
@@ -49,6 +54,34 @@ fn http_get(ns: &NetNs, addr: SocketAddr, path: &str) -> String {
     .unwrap()
 }
 
+/// Start a farm of `n` devices named `<prefix>1..` with IPs from [`BASE`] on `nic` in `ns`.
+fn start_farm(
+    ns: &NetNs,
+    nic: &str,
+    cfg: &RuntimeConfig,
+    prefix: &str,
+    n: usize,
+    http: bool,
+) -> Farm {
+    let numbering = Numbering {
+        count: n,
+        name_prefix: prefix.into(),
+        ip_base: Some(BASE),
+        mac_base: DEFAULT_MAC_BASE,
+        unnamed: false,
+    };
+    let specs = numbered(cfg, nic, &numbering).unwrap();
+    let nic = nic.to_string();
+    let opts = FarmOptions {
+        http: http.then(|| "127.0.0.1:0".parse().unwrap()),
+        realtime: true,
+        state_dir: None,
+    };
+    ns.enter(move || Farm::start(&nic, &specs, opts))
+        .unwrap()
+        .expect("farm")
+}
+
 #[test]
 fn controller_discovers_connects_exchanges_reads_alarms_and_releases_farm_devices() {
     if !pn_testkit::env::require_root() {
@@ -58,33 +91,7 @@ fn controller_discovers_connects_exchanges_reads_alarms_and_releases_farm_device
         Veth::controller_device("pnf", Some(CTL_IP), None).expect("namespaces and veth pair");
     let text = xml();
     let cfg = RuntimeConfig::parse(&text, "test").unwrap();
-    let specs = numbered(
-        &cfg,
-        &veth.b,
-        &Numbering {
-            count: N,
-            name_prefix: "farm-dev-".into(),
-            ip_base: Some(BASE),
-            mac_base: DEFAULT_MAC_BASE,
-            unnamed: false,
-        },
-    )
-    .unwrap();
-    let nic = veth.b.clone();
-    let farm = dev_ns
-        .enter(move || {
-            Farm::start(
-                &nic,
-                &specs,
-                FarmOptions {
-                    http: Some("127.0.0.1:0".parse().unwrap()),
-                    realtime: true,
-                    state_dir: None,
-                },
-            )
-        })
-        .unwrap()
-        .expect("farm");
+    let farm = start_farm(&dev_ns, &veth.b, &cfg, "farm-dev-", N, true);
     let ifname = veth.a.clone();
     let ctl = ctl_ns
         .enter(move || {
@@ -228,6 +235,207 @@ fn controller_discovers_connects_exchanges_reads_alarms_and_releases_farm_device
         assert_eq!(d.watchdog_trips, 0, "{d:?}");
     }
     ctl.shutdown();
+    farm.stop();
+    drop(veth);
+}
+
+// ---------------------------------------------------------------------------------------
+// SNMP and LLMNR: net-snmp's snmpget/snmpwalk (v1 and v2c, GetBulk) and LLMNR queries over a
+// UDP socket (to the group 224.0.0.252 and unicast) against two farm devices. Each answers
+// with its own station name and address; a name nobody has gets no answer, nor does a wrong
+// community.
+// ---------------------------------------------------------------------------------------
+
+/// The controller side's address (of [`CTL_IP`]).
+const CTL: Ipv4Addr = Ipv4Addr::new(192, 168, 83, 1);
+
+fn ip(k: usize) -> Ipv4Addr {
+    Ipv4Addr::new(192, 168, 83, 10 + k as u8)
+}
+
+fn name(k: usize) -> String {
+    format!("farm-svc-{}", k + 1)
+}
+
+/// Run net-snmp's `tool` (`snmpget`, `snmpwalk`) with `community` against `args`; `retries`
+/// 0 for a request that must go unanswered (it then fails after one second).
+fn snmp(
+    ns: &NetNs,
+    tool: &str,
+    community: &str,
+    retries: &str,
+    args: &[&str],
+) -> Result<String, String> {
+    let mut argv = vec![tool, "-c", community, "-On", "-t", "1", "-r", retries];
+    argv.extend_from_slice(args);
+    ns.exec_ok(&argv)
+}
+
+/// Send an LLMNR A query for `who` to `to`; the answers that arrive within `wait`.
+fn llmnr_query(to: Ipv4Addr, who: &str, id: u16, wait: Duration) -> Vec<(SocketAddr, LlmnrRepr)> {
+    let s = UdpSocket::bind((CTL, 0)).expect("bind");
+    let ifaddr = libc::in_addr {
+        s_addr: u32::from_ne_bytes(CTL.octets()),
+    };
+    // SAFETY: a valid in_addr pointer and size on our own socket. The namespace has no
+    // multicast route: the query leaves by the interface of the controller address.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_MULTICAST_IF,
+            &ifaddr as *const libc::in_addr as *const libc::c_void,
+            std::mem::size_of::<libc::in_addr>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(
+        rc,
+        0,
+        "IP_MULTICAST_IF: {}",
+        std::io::Error::last_os_error()
+    );
+    let q = LlmnrRepr {
+        id,
+        flags: 0,
+        question: Question {
+            labels: who.split('.').map(|l| l.as_bytes().to_vec()).collect(),
+            qtype: rtype::A,
+            qclass: CLASS_IN,
+        },
+        answers: vec![],
+    };
+    s.send_to(&q.to_bytes().unwrap(), (to, llmnr::PORT))
+        .expect("send query");
+    let end = std::time::Instant::now() + wait;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1500];
+    while let Some(left) = end.checked_duration_since(std::time::Instant::now()) {
+        s.set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .unwrap();
+        let Ok((n, from)) = s.recv_from(&mut buf) else {
+            break;
+        };
+        got.push((
+            from,
+            LlmnrRepr::parse(&buf[..n]).expect("an LLMNR response"),
+        ));
+    }
+    got
+}
+
+#[test]
+fn farm_devices_answer_snmp_and_llmnr_each_with_its_own_name() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    let tools = pn_testkit::env::require(
+        std::path::Path::new("/usr/bin/snmpget").exists() || pn_testkit::env::has_tool("snmpget"),
+        "snmpget/snmpwalk (apt-get install snmp)",
+    );
+    if !tools {
+        return;
+    }
+    let (ctl_ns, dev_ns, veth) =
+        Veth::controller_device("pnsv", Some(CTL_IP), None).expect("namespaces and veth pair");
+    let cfg = RuntimeConfig::parse(&xml(), "test").unwrap();
+    let farm = start_farm(&dev_ns, &veth.b, &cfg, "farm-svc-", 2, false);
+
+    for k in 0..2 {
+        let a = ip(k).to_string();
+        let oids = ["1.3.6.1.2.1.1.5.0", "1.3.6.1.2.1.1.7.0"];
+        let out = snmp(
+            &ctl_ns,
+            "snmpget",
+            "public",
+            "2",
+            &["-v2c", &a, oids[0], oids[1]],
+        )
+        .unwrap_or_else(|e| panic!("snmpget {a}: {e}\n{:?}", farm.devices()));
+        assert!(
+            out.contains(&format!(".1.3.6.1.2.1.1.5.0 = STRING: \"{}\"", name(k))),
+            "{out}"
+        );
+        assert!(out.contains(".1.3.6.1.2.1.1.7.0 = INTEGER: 78"), "{out}");
+    }
+    // v1 walk (GetNext) of device 2: the seven objects of the system group.
+    let system = "1.3.6.1.2.1.1";
+    let out = snmp(
+        &ctl_ns,
+        "snmpwalk",
+        "public",
+        "2",
+        &["-v1", &ip(1).to_string(), system],
+    )
+    .unwrap();
+    let objects = out.lines().filter(|l| l.starts_with(".1.3.6.1.2.1.1."));
+    assert_eq!(objects.count(), 7, "{out}");
+    assert!(
+        out.contains(".1.3.6.1.2.1.1.1.0 = STRING: \"pn-device"),
+        "{out}"
+    );
+    assert!(out.contains(".1.3.6.1.2.1.1.3.0 = Timeticks:"), "{out}");
+    assert!(out.contains("= STRING: \"farm-svc-2\""), "{out}");
+    // v2c walk (GetBulk) of device 1, to the end of the MIB view.
+    let out = snmp(
+        &ctl_ns,
+        "snmpwalk",
+        "public",
+        "2",
+        &["-v2c", &ip(0).to_string(), system],
+    )
+    .unwrap();
+    assert!(out.contains("= STRING: \"farm-svc-1\""), "{out}");
+    assert!(
+        out.contains("No more variables left in this MIB View"),
+        "{out}"
+    );
+    // A wrong community gets no answer.
+    let wrong = snmp(
+        &ctl_ns,
+        "snmpget",
+        "private",
+        "0",
+        &["-v2c", &ip(0).to_string(), "1.3.6.1.2.1.1.5.0"],
+    );
+    assert!(wrong.is_err(), "{wrong:?}");
+
+    // LLMNR: to the group, each name is answered by its own device only, with its address;
+    // a unicast query is answered too; a name nobody has is not.
+    let answers = ctl_ns
+        .enter(move || {
+            let mut v = Vec::new();
+            for k in 0..2 {
+                let who = name(k).to_uppercase();
+                v.push(llmnr_query(
+                    llmnr::GROUP,
+                    &who,
+                    0x4200 + k as u16,
+                    Duration::from_secs(1),
+                ));
+            }
+            v.push(llmnr_query(ip(1), &name(1), 0x4300, Duration::from_secs(1)));
+            v.push(llmnr_query(
+                llmnr::GROUP,
+                "nobody-here",
+                0x4400,
+                Duration::from_millis(500),
+            ));
+            v
+        })
+        .unwrap();
+    let expect = [(0usize, 0x4200u16), (1, 0x4201), (1, 0x4300)];
+    for ((k, id), got) in expect.iter().zip(&answers) {
+        assert_eq!(got.len(), 1, "query {id:#x}: {got:?}");
+        let (from, r) = &got[0];
+        assert_eq!(*from, SocketAddr::from((ip(*k), llmnr::PORT)));
+        assert_eq!(r.id, *id);
+        assert_eq!(r.flags, llmnr::FLAG_QR);
+        assert!(r.question.is_for(&name(*k)), "{r:?}");
+        assert_eq!(r.answers.len(), 1, "{r:?}");
+        assert_eq!(r.answers[0].rdata, ip(*k).octets());
+        assert_eq!(r.answers[0].ttl, 30);
+    }
+    assert!(answers[3].is_empty(), "{:?}", answers[3]);
     farm.stop();
     drop(veth);
 }

@@ -16,7 +16,7 @@ import sys
 TARGETS = ["ethernet", "rt_frame", "dcp", "lldp", "udp_frame", "rpc_packet", "pnio_request",
            "pnio_response", "cm_message", "connect_request", "connect_response", "block_list",
            "record", "im", "diagnosis", "ident", "alarm", "rta", "rpc_reassembly",
-           "cyclic_consumer", "rta_machine", "pdev"]
+           "cyclic_consumer", "rta_machine", "pdev", "arp", "snmp", "llmnr"]
 
 
 def put(out, target, data):

@@ -60,6 +60,9 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("cyclic_consumer", cyclic_consumer),
     ("rta_machine", rta_machine),
     ("pdev", pdev),
+    ("arp", arp),
+    ("snmp", snmp),
+    ("llmnr", llmnr),
 ];
 
 /// Dispatch on the first byte to one of [`TARGETS`]; the rest of the input is its data.
@@ -87,6 +90,9 @@ macro_rules! same {
         )
     };
 }
+
+mod ip_services;
+pub use ip_services::{arp, llmnr, snmp};
 
 fn emitted<E: core::fmt::Debug>(r: Result<Vec<u8>, E>, what: &str) -> Vec<u8> {
     match r {

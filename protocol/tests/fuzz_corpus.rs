@@ -453,7 +453,93 @@ fn own_seeds() -> Vec<(&'static str, Vec<u8>)> {
     steps.extend_from_slice(&[0x22, b.len() as u8]);
     steps.extend_from_slice(&b);
     v.push(("rta_machine", steps));
+    ip_service_seeds(&mut v);
     v
+}
+
+/// ARP frames, SNMP requests (net-snmp's own bytes and built ones) and LLMNR queries.
+fn ip_service_seeds(v: &mut Vec<(&'static str, Vec<u8>)>) {
+    use pn_protocol::wire::arp::{ArpRepr, Operation};
+    use pn_protocol::wire::llmnr::{rtype, LlmnrRepr, Question, Record, CLASS_IN, FLAG_QR};
+    use pn_protocol::wire::snmp::{pdu, Pdu, SnmpMessage, Value, VarBind};
+    let req = ArpRepr {
+        operation: Operation::Request,
+        sender_mac: MacAddr([0x02, 0, 0, 0, 0, 1]),
+        sender_ip: Ipv4Addr::new(10, 0, 0, 1),
+        target_mac: MacAddr::ZERO,
+        target_ip: Ipv4Addr::new(10, 0, 0, 7),
+    };
+    let f = req.frame(MacAddr::BROADCAST);
+    let mut tagged = f[..12].to_vec();
+    tagged.extend_from_slice(&[0x81, 0x00, 0x00, 0x05]);
+    tagged.extend_from_slice(&f[12..]);
+    v.push(("arp", f));
+    v.push(("arp", tagged));
+    let rep = req.reply(MacAddr([0x02, 0, 0, 0, 0, 7])).unwrap();
+    v.push(("arp", rep.frame(req.sender_mac)));
+    // net-snmp `snmpget -v2c -c public x 1.3.6.1.2.1.1.5.0`, as captured.
+    v.push((
+        "snmp",
+        vec![
+            0x30, 0x29, 0x02, 0x01, 0x01, 0x04, 0x06, b'p', b'u', b'b', b'l', b'i', b'c', 0xa0,
+            0x1c, 0x02, 0x04, 0x00, 0x00, 0x30, 0x39, 0x02, 0x01, 0x00, 0x02, 0x01, 0x00, 0x30,
+            0x0e, 0x30, 0x0c, 0x06, 0x08, 0x2b, 0x06, 0x01, 0x02, 0x01, 0x01, 0x05, 0x00, 0x05,
+            0x00,
+        ],
+    ));
+    let system = [1u32, 3, 6, 1, 2, 1, 1];
+    for (version, tag, f, names) in [
+        (1, pdu::GET_BULK, (0, 10), vec![system.to_vec()]),
+        (
+            0,
+            pdu::GET_NEXT,
+            (0, 0),
+            vec![system.to_vec(), vec![1, 3, 6, 1, 2, 1, 1, 7, 0]],
+        ),
+        (1, pdu::SET, (0, 0), vec![vec![1, 3, 6, 1, 2, 1, 1, 5, 0]]),
+        (
+            0,
+            pdu::GET,
+            (0, 0),
+            vec![vec![1, 3, 6, 1, 2, 1, 1, 3, 0], vec![1, 3, 6, 1, 9]],
+        ),
+    ] {
+        let m = SnmpMessage {
+            version,
+            community: b"public".to_vec(),
+            pdu: Pdu {
+                tag,
+                request_id: 0x1234,
+                error_status: f.0,
+                error_index: f.1,
+                bindings: names
+                    .into_iter()
+                    .map(|name| VarBind {
+                        name,
+                        value: Value::Null,
+                    })
+                    .collect(),
+            },
+        };
+        v.push(("snmp", m.to_bytes().unwrap()));
+    }
+    let mut q = LlmnrRepr {
+        id: 0x4242,
+        flags: 0,
+        question: Question {
+            labels: vec![b"io-dev-7".to_vec(), b"line-2".to_vec()],
+            qtype: rtype::A,
+            qclass: CLASS_IN,
+        },
+        answers: vec![],
+    };
+    v.push(("llmnr", q.to_bytes().unwrap()));
+    q.question.qtype = rtype::AAAA;
+    v.push(("llmnr", q.to_bytes().unwrap()));
+    q.flags = FLAG_QR;
+    q.question.qtype = rtype::A;
+    q.answers.push(Record::a(Ipv4Addr::new(10, 0, 0, 7), 30));
+    v.push(("llmnr", q.to_bytes().unwrap()));
 }
 
 #[test]
@@ -484,6 +570,9 @@ fn own_encoder_outputs_parse_in_their_fuzz_targets() {
             "rpc_packet" => RpcPacket::parse(data).is_ok(),
             "alarm" => AlarmPdu::parse(data).is_ok(),
             "rta" => RtaRepr::parse(data).is_ok(),
+            "arp" => pn_protocol::wire::arp::ArpRepr::parse_frame(data).is_ok(),
+            "snmp" => pn_protocol::wire::snmp::SnmpMessage::parse(data).is_ok(),
+            "llmnr" => pn_protocol::wire::llmnr::LlmnrRepr::parse(data).is_ok(),
             _ => true,
         };
         assert!(ok, "own {name} seed does not parse");

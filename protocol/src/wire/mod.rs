@@ -22,11 +22,14 @@ pub mod field;
 
 pub use error::{Error, Result};
 
+pub mod arp;
 pub mod dcp;
 pub mod ethernet;
 pub mod ip;
 pub mod lldp;
+pub mod llmnr;
 pub mod pnio;
 pub mod rpc;
 pub mod rt;
 pub mod rta;
+pub mod snmp;

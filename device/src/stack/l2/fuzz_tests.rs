@@ -2,6 +2,8 @@
 //! (no panic, bounded output).
 
 use super::*;
+use pn_protocol::machine::llmnr_responder::{self as llmnr, LlmnrIdentity};
+use pn_protocol::machine::snmp_agent::{self as snmp, SystemInfo};
 
 struct XorShift(u64);
 impl XorShift {

@@ -25,6 +25,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use pn_protocol::machine::llmnr_responder::LlmnrIdentity;
+use pn_protocol::machine::snmp_agent::SystemInfo;
 use pn_protocol::time::Instant;
 use pn_protocol::wire::ethernet::MacAddr;
 use serde::Serialize;
@@ -35,8 +37,8 @@ use crate::dataplane::{EventSink, Im0Config, StackConfig, StackEvent};
 use super::dcp::{self, DcpIdentity, DcpResponder};
 use super::link::LinkInfo;
 use super::lldp::{self, LldpAgent, LldpNeighbour};
-use super::llmnr::{self, LlmnrIdentity, LlmnrServer};
-use super::snmp::{self, SnmpServer, SystemInfo};
+use super::llmnr::{self, LlmnrServer};
+use super::snmp::{self, SnmpServer};
 
 mod admission;
 mod worker;

@@ -6,6 +6,8 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 
+use pn_protocol::machine::llmnr_responder::LlmnrIdentity;
+use pn_protocol::machine::snmp_agent::SystemInfo;
 use pn_protocol::time::Instant;
 use tracing::{info, warn};
 
@@ -13,8 +15,6 @@ use crate::dataplane::EventSink;
 use crate::stack::dcp::{self, DcpEvent, DcpResponder};
 use crate::stack::link::LinkInfo;
 use crate::stack::lldp::{self, LldpAgent, LldpNeighbour};
-use crate::stack::llmnr::LlmnrIdentity;
-use crate::stack::snmp::SystemInfo;
 
 use super::{mono_now, AbortFn, Counters, L2Config, L2Status, Msg, SendFn};
 
