@@ -454,6 +454,66 @@ fn cyclic_rx_loop(
     }
 }
 
+impl ProfinetPlane {
+    /// The L2 services (stack-l2): DCP, LLDP, DCP IP application, SNMP, LLMNR. DCP requests
+    /// for an AR abort (name changed / reset while connected) go to the CM as
+    /// `CtlMsg::AbortAr` with the matching RTA abort reason.
+    fn start_l2(
+        &self,
+        cfg: &StackConfig,
+        link: &Arc<RawLink>,
+        events: EventSink,
+        ctl_tx: mpsc::Sender<CtlMsg>,
+    ) -> std::io::Result<l2::L2Services> {
+        let mut l2cfg = l2::L2Config::from_stack_config(cfg, link.mac(), link.ifindex());
+        let flags = self.flags.clone();
+        l2cfg.ar_active = Some(Arc::new(move || flags.connected.load(Ordering::Acquire)));
+        let sl = link.clone();
+        let counters = self.counters.clone();
+        let send: l2::SendFn = Arc::new(move |f: &[u8]| {
+            let ok = sl.send(f);
+            if ok {
+                counters.tx_control_frames.fetch_add(1, Ordering::Relaxed);
+            }
+            ok
+        });
+        let tx = Mutex::new(ctl_tx.clone());
+        let on_abort: l2::AbortFn = Arc::new(move |reason| {
+            use pn_protocol::wire::rta::abort_reason;
+            let rta_code = if reason.contains("name") {
+                abort_reason::DCP_STATION_NAME_CHANGED
+            } else {
+                abort_reason::DCP_RESET_TO_FACTORY
+            };
+            if let Ok(tx) = tx.lock() {
+                let _ = tx.send(CtlMsg::AbortAr {
+                    reason: reason.to_string(),
+                    rta_code,
+                });
+            }
+        });
+        l2::L2Services::start(l2cfg, link::query(&cfg.nic), send, events, on_abort)
+    }
+}
+
+/// The cyclic receive socket: opened passing nothing; the CM (and the socket's thread) install
+/// the AR's filter. Without it (cannot be opened) pn-rx consumes every cyclic frame as before.
+fn open_cyclic_rx(nic: &str) -> Option<Arc<CyclicRx>> {
+    match socket::PnSocket::open_with_filter(nic, &socket::REJECT_ALL) {
+        Ok(sock) => Some(Arc::new(CyclicRx {
+            sock,
+            gen: AtomicU64::new(NOT_DEDICATED),
+            rule: Mutex::new((NOT_DEDICATED, None)),
+        })),
+        Err(e) => {
+            tracing::warn!(
+                "cyclic receive socket not opened ({e}); pn-rx consumes the cyclic frames"
+            );
+            None
+        }
+    }
+}
+
 impl DataPlane for ProfinetPlane {
     fn kind(&self) -> &'static str {
         "pn-stack"
@@ -508,42 +568,11 @@ impl DataPlane for ProfinetPlane {
         let (ctl_tx, ctl_rx) = mpsc::channel();
         let mut threads = Vec::new();
 
-        // L2 services (stack-l2): DCP, LLDP, DCP IP application, SNMP, LLMNR. DCP requests
-        // for an AR abort (name changed / reset while connected) go to the CM as
-        // `CtlMsg::AbortAr` with the matching RTA abort reason.
-        let l2 = {
-            let mut l2cfg = l2::L2Config::from_stack_config(cfg, link.mac(), link.ifindex());
-            let flags = self.flags.clone();
-            l2cfg.ar_active = Some(Arc::new(move || flags.connected.load(Ordering::Acquire)));
-            let sl = link.clone();
-            let counters = self.counters.clone();
-            let send: l2::SendFn = Arc::new(move |f: &[u8]| {
-                let ok = sl.send(f);
-                if ok {
-                    counters.tx_control_frames.fetch_add(1, Ordering::Relaxed);
-                }
-                ok
-            });
-            let tx = Mutex::new(ctl_tx.clone());
-            let on_abort: l2::AbortFn = Arc::new(move |reason| {
-                use pn_protocol::wire::rta::abort_reason;
-                let rta_code = if reason.contains("name") {
-                    abort_reason::DCP_STATION_NAME_CHANGED
-                } else {
-                    abort_reason::DCP_RESET_TO_FACTORY
-                };
-                if let Ok(tx) = tx.lock() {
-                    let _ = tx.send(CtlMsg::AbortAr {
-                        reason: reason.to_string(),
-                        rta_code,
-                    });
-                }
-            });
-            Arc::new(
-                l2::L2Services::start(l2cfg, link::query(&cfg.nic), send, events.clone(), on_abort)
-                    .map_err(thread_err)?,
-            )
-        };
+        // L2 services (stack-l2).
+        let l2 = Arc::new(
+            self.start_l2(cfg, &link, events.clone(), ctl_tx.clone())
+                .map_err(thread_err)?,
+        );
 
         // Link monitor (stack-l2) -> CM and L2 services.
         let up0 = read_link_state(&cfg.nic).up;
@@ -560,22 +589,8 @@ impl DataPlane for ProfinetPlane {
             .map_err(thread_err)?
         };
 
-        // The cyclic receive socket: opened passing nothing; the CM (and the socket's thread)
-        // install the AR's filter. Without it (cannot be opened) pn-rx consumes every cyclic
-        // frame as before.
-        let cyclic_rx = match socket::PnSocket::open_with_filter(&cfg.nic, &socket::REJECT_ALL) {
-            Ok(sock) => Some(Arc::new(CyclicRx {
-                sock,
-                gen: AtomicU64::new(NOT_DEDICATED),
-                rule: Mutex::new((NOT_DEDICATED, None)),
-            })),
-            Err(e) => {
-                tracing::warn!(
-                    "cyclic receive socket not opened ({e}); pn-rx consumes the cyclic frames"
-                );
-                None
-            }
-        };
+        // The cyclic receive socket (without a filter until an AR installs one).
+        let cyclic_rx = open_cyclic_rx(&cfg.nic);
         let cm_ctx = cm::CmContext {
             cfg: cfg.clone(),
             image: image.clone(),
