@@ -372,6 +372,39 @@ fn set_timer_slack(ns: u64) {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
 }
 
+/// Data-hold supervision of the consumer, once per executed cycle: the protocol crate's CPM
+/// rule (`DataHold`: counted in executed cycles, with a wall-clock guard for stalls of this
+/// thread). A trip is flagged for the CM thread, which ends the AR.
+#[inline]
+fn supervise(
+    shared: &CyclicShared,
+    counters: &SharedCounters,
+    watchdog: &mut Option<DataHold>,
+    period: u64,
+    now: u64,
+) {
+    let dht = shared.dht_ns.load(Ordering::Acquire);
+    if dht != 0 {
+        let frames = shared.consumer_frames.load(Ordering::Acquire);
+        let wd = watchdog.get_or_insert_with(|| {
+            DataHold::new(PnDuration(dht), PnDuration(period.max(1)), frames)
+        });
+        let last = PnInstant(shared.last_rx_ns.load(Ordering::Acquire));
+        if let Some(trip) = wd.on_interval(PnInstant(now), frames, last) {
+            shared.trip_info.store(
+                (trip.missed << 32) | (trip.silence.as_micros()).min(0xFFFF_FFFF),
+                Ordering::Relaxed,
+            );
+            shared.dht_ns.store(0, Ordering::Release);
+            shared.tripped.store(true, Ordering::Release);
+            counters.watchdog_trips.fetch_add(1, Ordering::Relaxed);
+            *watchdog = None;
+        }
+    } else {
+        *watchdog = None;
+    }
+}
+
 fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &SharedCounters) {
     let fifo = try_sched_fifo();
     try_mlockall();
@@ -473,28 +506,7 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
             }
         }
 
-        // Data-hold supervision of the consumer: the protocol crate's CPM rule (`DataHold`:
-        // counted in executed cycles, with a wall-clock guard for stalls of this thread).
-        let dht = shared.dht_ns.load(Ordering::Acquire);
-        if dht != 0 {
-            let frames = shared.consumer_frames.load(Ordering::Acquire);
-            let wd = watchdog.get_or_insert_with(|| {
-                DataHold::new(PnDuration(dht), PnDuration(period.max(1)), frames)
-            });
-            let last = PnInstant(shared.last_rx_ns.load(Ordering::Acquire));
-            if let Some(trip) = wd.on_interval(PnInstant(now), frames, last) {
-                shared.trip_info.store(
-                    (trip.missed << 32) | (trip.silence.as_micros()).min(0xFFFF_FFFF),
-                    Ordering::Relaxed,
-                );
-                shared.dht_ns.store(0, Ordering::Release);
-                shared.tripped.store(true, Ordering::Release);
-                counters.watchdog_trips.fetch_add(1, Ordering::Relaxed);
-                watchdog = None;
-            }
-        } else {
-            watchdog = None;
-        }
+        supervise(shared, counters, &mut watchdog, period, now);
 
         // Provider.
         if let Some(j) = &job {
