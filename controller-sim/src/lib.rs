@@ -46,14 +46,16 @@
 pub mod alarms;
 mod ar;
 mod cm;
-pub mod cmreq;
+/// CMCTL's Connect request (the protocol crate's `machine::cmctl::request`).
+pub use pn_protocol::machine::cmctl::request as cmreq;
 pub mod controller;
 mod cyclic;
 pub mod dcp;
 pub mod devconfig;
 pub mod faults;
 pub mod gsdml;
-pub mod model;
+/// CMCTL's device model (the protocol crate's `machine::cmctl::model`).
+pub use pn_protocol::machine::cmctl::model;
 pub mod netif;
 pub mod rtsched;
 

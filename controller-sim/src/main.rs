@@ -91,8 +91,8 @@ struct DeviceDesc {
     data_hold_factor: u16,
     /// StartupMode of the Connect: advanced (RT_CLASS_2 FrameIDs, as S7-1500 CPUs connect) or
     /// legacy (RT_CLASS_1 FrameIDs, for devices without advanced startup).
-    #[arg(long, value_enum, default_value_t = Startup::Advanced)]
-    startup: Startup,
+    #[arg(long, value_enum, default_value_t = StartupArg::Advanced)]
+    startup: StartupArg,
     /// Run the cyclic thread under SCHED_FIFO with this priority.
     #[arg(long)]
     rt_priority: Option<i32>,
@@ -104,6 +104,22 @@ struct DeviceDesc {
     /// command exits with code 3.
     #[arg(long)]
     accept_module_diff: bool,
+}
+
+/// `--startup` (the protocol crate's `Startup`, which knows nothing of command lines).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum StartupArg {
+    Advanced,
+    Legacy,
+}
+
+impl From<StartupArg> for Startup {
+    fn from(a: StartupArg) -> Startup {
+        match a {
+            StartupArg::Advanced => Startup::Advanced,
+            StartupArg::Legacy => Startup::Legacy,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -293,7 +309,7 @@ fn connect(
     ar.timing.reduction_ratio = dev.reduction_ratio;
     ar.timing.watchdog_factor = dev.data_hold_factor;
     ar.timing.data_hold_factor = dev.data_hold_factor;
-    ar.timing.startup = dev.startup;
+    ar.timing.startup = dev.startup.into();
     ar.initial_outputs = outputs;
     let h = ctl.connect(ar)?;
     if !dev.accept_module_diff {

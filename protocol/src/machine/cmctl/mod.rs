@@ -18,6 +18,8 @@
 //! 10); record services asked for meanwhile wait in order.
 
 pub mod connect;
+pub mod model;
+pub mod request;
 pub mod rpc_client;
 pub mod server;
 #[cfg(test)]

@@ -1,39 +1,38 @@
-//! The Connect request of the controller role, assembled from the protocol crate's
-//! Connect representation ([`pn_protocol::wire::pnio::cm::ConnectRequest`]): the Connect
-//! request (ARBlockReq, two IOCRBlockReqs, AlarmCRBlockReq, ExpectedSubmoduleBlockReqs), and
-//! the AR's timing options. What the response says is read by the protocol crate's CMCTL
-//! machine ([`pn_protocol::machine::cmctl`]). Every request is checked with the device role's own Connect checks
+//! CMCTL's Connect request (controller role), assembled from the crate's Connect
+//! representation ([`crate::wire::pnio::cm::ConnectRequest`]): the Connect request
+//! (ARBlockReq, two IOCRBlockReqs, AlarmCRBlockReq, ExpectedSubmoduleBlockReqs) from a
+//! [`super::model::DeviceModel`], and the AR's timing options. What the response says is read
+//! by [`super::connect`]. (Formerly pn-controller's `cmreq`, re-exported there under that
+//! name.) Every request is checked with the device role's own Connect checks
 //! (`machine::cmdev::connect`) before it is sent, so the controller cannot build what a
 //! standard device must refuse.
 
-use pn_protocol::machine::cmdev::connect::{
+use crate::machine::cmdev::connect::{
     check_connect, frame_id_range, ConnectLimits, FRAME_ID_DEVICE_CHOOSES,
 };
-use pn_protocol::wire::pnio::alarm_cr::{self, AlarmCrBlockReq, AlarmCrProperties};
-use pn_protocol::wire::pnio::ar::{self, ArBlockReq, ArProperties};
-use pn_protocol::wire::pnio::cm::ConnectRequest;
-use pn_protocol::wire::pnio::expected::{
+use crate::wire::pnio::alarm_cr::{self, AlarmCrBlockReq, AlarmCrProperties};
+use crate::wire::pnio::ar::{self, ArBlockReq, ArProperties};
+use crate::wire::pnio::cm::ConnectRequest;
+use crate::wire::pnio::expected::{
     DataDescription, ExpectedModule, ExpectedSubmodule, ExpectedSubmoduleBlockReq,
     SubmoduleProperties,
 };
-use pn_protocol::wire::pnio::iocr::{
-    self, IoObject, IocrApi, IocrBlockReq, IocrProperties, TagHeader,
-};
-use pn_protocol::wire::rpc::Uuid;
+use crate::wire::pnio::iocr::{self, IoObject, IocrApi, IocrBlockReq, IocrProperties, TagHeader};
+use crate::wire::rpc::Uuid;
 
-use crate::model::{CrLayout, DeviceModel, IoLayout};
+use super::model::{CrLayout, DeviceModel, IoLayout};
 
-// What the device's answers mean is the protocol crate's reading (CMCTL), kept reachable here
-// for the CLI and library users.
-pub use pn_protocol::machine::cmctl::connect::{
+// What the device's answers mean is CMCTL's reading (`connect`), reachable here too.
+pub use super::connect::{
     describe_module_diff, module_diff_mismatches, parse_connect_response, ConnectResult,
 };
 
 /// ARProperties.StartupMode of the Connect, and with it the RT class of the IOCRs
 /// (IEC 61158-6-10 IOCRBlockReq: legacy startup allows RT_CLASS_1, advanced startup requires
 /// RT_CLASS_2 or higher; both classes use the same frame format).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum Startup {
     /// Advanced startup with RT_CLASS_2 FrameIDs (0x8000-0xBBFF), as S7-1500 CPUs connect.
     #[default]
@@ -61,7 +60,8 @@ impl Startup {
 }
 
 /// Timing and supervision parameters of an AR.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ArTiming {
     /// SendClockFactor (31.25 µs units; 32 = 1 ms).
     pub send_clock_factor: u16,
@@ -280,10 +280,10 @@ pub fn connect_request(
 
 #[cfg(test)]
 mod tests {
+    use super::super::model::sample_model;
     use super::*;
-    use crate::model::sample_model;
-    use pn_protocol::machine::cmdev::connect::parse_connect;
-    use pn_protocol::wire::pnio::block::blocks;
+    use crate::machine::cmdev::connect::parse_connect;
+    use crate::wire::pnio::block::blocks;
 
     pub(crate) fn ids(startup: Startup) -> ArIds {
         ArIds {

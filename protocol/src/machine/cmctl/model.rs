@@ -1,22 +1,26 @@
-//! The controller's view of a device: identity, slot/submodule layout with IO data lengths and
+//! CMCTL's view of a device (controller role, IEC 61158-6-10): identity, slot/submodule layout
+//! with IO data lengths and parameter records, and the IO data layout of the two IOCRs derived
+//! from it. (Formerly pn-controller's `model`.)
+//!
+//! In short, the controller's view of a device: identity, slot/submodule layout with IO data lengths and
 //! parameter records, and the IO data layout of the two IOCRs derived from it.
 //!
 //! Directions use PROFINET terms throughout this crate: **input** = data the device sends to
 //! the controller, **output** = data the controller sends to the device. (The device's HTTP API
 //! and its runtime configuration XML use the opposite words: its `InputLength` is our output
-//! length; see [`crate::devconfig`].)
-
-use serde::Serialize;
+//! length; see pn-controller's `devconfig`.)
 
 /// One parameter record written to a submodule during start-up (MultipleWrite).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ParamRecord {
     pub index: u16,
     pub data: Vec<u8>,
 }
 
 /// One expected submodule.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Submodule {
     pub subslot: u16,
     pub ident: u32,
@@ -28,7 +32,8 @@ pub struct Submodule {
 }
 
 /// One expected module (slot).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Module {
     pub slot: u16,
     pub ident: u32,
@@ -36,7 +41,8 @@ pub struct Module {
 }
 
 /// Everything needed to connect to one device.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct DeviceModel {
     pub station_name: String,
     pub vendor_id: u16,
@@ -48,7 +54,8 @@ pub struct DeviceModel {
 }
 
 /// Where one submodule's data sits in a cyclic frame's C_SDU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct DataObject {
     pub slot: u16,
     pub subslot: u16,
@@ -60,7 +67,8 @@ pub struct DataObject {
 }
 
 /// Where the consumer status of one submodule sits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct IocsObject {
     pub slot: u16,
     pub subslot: u16,
@@ -68,7 +76,8 @@ pub struct IocsObject {
 }
 
 /// The layout of one IOCR's C_SDU.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct CrLayout {
     pub data: Vec<DataObject>,
     pub iocs: Vec<IocsObject>,
@@ -79,7 +88,8 @@ pub struct CrLayout {
 }
 
 /// The IO layout of an AR: the input CR (device -> controller) and the output CR.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct IoLayout {
     pub input: CrLayout,
     pub output: CrLayout,
