@@ -284,6 +284,7 @@ mod tests {
     use crate::model::sample_model;
     use pn_protocol::machine::cmdev::connect::parse_connect;
     use pn_protocol::wire::pnio::block::blocks;
+    use pn_protocol::wire::Emit;
 
     pub(crate) fn ids(startup: Startup) -> ArIds {
         ArIds {
@@ -305,7 +306,7 @@ mod tests {
         };
         connect_request(&m, &m.layout(), &ids(startup), &t)
             .unwrap()
-            .emit()
+            .to_bytes()
             .unwrap()
     }
 

@@ -43,7 +43,7 @@ use pn_protocol::machine::cyclic::{check_frame, CrRule, FrameCheck};
 use pn_protocol::machine::data_hold::DataHold;
 use pn_protocol::time::{Duration as PnDuration, Instant as PnInstant};
 use pn_protocol::wire::ethernet::MacAddr;
-use pn_protocol::wire::rt::{ApduStatus, CyclicFrame, DataStatus, FrameId};
+use pn_protocol::wire::rt::{self, ApduStatus, CyclicFrame, DataStatus, FrameId};
 
 use crate::dataplane::SharedCounters;
 use crate::image::{ProcessImage, IOXS_BAD, IOXS_GOOD};
@@ -137,7 +137,7 @@ impl ProviderJob {
     /// Write the APDU status `st` into `frame` at [`ProviderJob::status_at`].
     pub fn stamp(&self, frame: &mut [u8], st: ApduStatus) {
         if let Some(b) = frame.get_mut(self.status_at..) {
-            let _ = st.emit(b);
+            let _ = rt::fill_apdu_status(b, st);
         }
     }
 }
