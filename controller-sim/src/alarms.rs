@@ -1,5 +1,6 @@
 //! Alarm reception: the two RTA channels of an AR and decoded alarm records.
 
+use pn_protocol::wire::Emit;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -74,9 +75,9 @@ impl AlarmRecord {
         let mut data_hex = String::new();
         if let Some(item) = &n.item {
             usi = Some(item.usi());
-            let mut w = pn_protocol::wire::field::Writer::new();
-            item.emit_data(&mut w);
-            data_hex = hex::encode(w.into_inner());
+            // The items without the two USI bytes in front of them.
+            let bytes = item.to_bytes().unwrap_or_default();
+            data_hex = hex::encode(bytes.get(2..).unwrap_or_default());
             diagnosis = describe(item);
         }
         AlarmRecord {

@@ -2,6 +2,7 @@
 //! handle's API (outputs, inputs, faults, alarms, status, abort). Connecting, records and
 //! Release go through the connection-management shell (`cm.rs`).
 
+use pn_protocol::wire::Emit;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};

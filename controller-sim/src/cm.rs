@@ -4,6 +4,7 @@
 //! events (set up the cyclic and alarm machines, change the AR's state, hand results to the
 //! callers waiting for them).
 
+use pn_protocol::wire::Emit;
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -429,7 +430,7 @@ impl Controller {
         outputs.resize(layout.output.area_len as usize, 0);
         let connect_request = cmreq::connect_request(&model, &layout, &ids, &timing)
             .map_err(Error::Config)?
-            .emit()
+            .to_bytes()
             .map_err(|e| Error::Protocol(format!("cannot encode Connect: {e}")))?;
         // Parameter records, written between the Connect and PrmEnd.
         let parameters = model

@@ -4,6 +4,7 @@
 
 mod common;
 
+use pn_protocol::wire::Emit;
 use std::process::Output;
 
 use common::device::{Rig, DEV_IP};

@@ -334,7 +334,7 @@ fn fault_injection_seen_by_device() {
     // own consumer watchdog, 0x05, or the abort, 0x0D) is a correct one.
     assert!(dev.wait(Duration::from_secs(2), |s| s.rta_sent.is_some()));
     let s = dev.seen();
-    assert_eq!(s.rta_sent.unwrap().to_bytes(), [0xCF, 0x81, 0xFD, 0x05]);
+    assert_eq!(s.rta_sent.unwrap().octets(), [0xCF, 0x81, 0xFD, 0x05]);
     assert!(s.ended[0].starts_with("watchdog"), "{:?}", s.ended);
     let st = h.wait_state(|s| matches!(s, ArState::Aborted(_)), Duration::from_secs(2));
     assert!(
@@ -342,7 +342,7 @@ fn fault_injection_seen_by_device() {
         "{st:?}"
     );
     h.abort();
-    if let Some(err) = dev.seen().rta_err.map(|e| e.to_bytes()) {
+    if let Some(err) = dev.seen().rta_err.map(|e| e.octets()) {
         assert!(
             err == [0xCF, 0x81, 0xFD, 0x0D] || err == [0xCF, 0x81, 0xFD, 0x05],
             "{err:02x?}"
@@ -398,7 +398,7 @@ fn app_ready_faults_and_negative_connect() {
     match e {
         Error::Rejected { what, status } => {
             assert_eq!(what, "Connect");
-            assert_eq!(status.to_bytes(), [0xDB, 0x81, 0x01, 0x04]);
+            assert_eq!(status.octets(), [0xDB, 0x81, 0x01, 0x04]);
         }
         other => panic!("{other}"),
     }
@@ -433,7 +433,7 @@ fn module_diff_and_controller_watchdog() {
     assert_eq!(h.status().watchdog_expiries, 1);
     assert!(dev.wait(Duration::from_secs(2), |s| s.rta_err.is_some()));
     assert_eq!(
-        dev.seen().rta_err.unwrap().to_bytes(),
+        dev.seen().rta_err.unwrap().octets(),
         [0xCF, 0x81, 0xFD, 0x05]
     );
 }

@@ -3,6 +3,7 @@
 //! answered like the real devices answered them, real neighbours' LLDPDUs give the neighbour and
 //! the alias name, and no fixture frame of any kind makes them panic or answer wrongly.
 
+use pn_protocol::wire::Emit;
 use std::net::Ipv4Addr;
 
 use pn_device::dataplane::Im0Config;
@@ -113,8 +114,8 @@ fn real_set_requests_get_the_answers_real_devices_gave() {
         .2;
     assert_eq!(ours, real, "our Set response differs from the ET200SP's");
     assert_eq!(
-        ours.emit().unwrap(),
-        real.emit().unwrap(),
+        ours.to_bytes().unwrap(),
+        real.to_bytes().unwrap(),
         "PDU bytes must be identical"
     );
     // S7 (2005) sets the IP with an End-Transaction block; the IM151-3PN answered both OK.

@@ -13,6 +13,7 @@
 
 mod common;
 
+use pn_protocol::wire::Emit;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -225,7 +226,7 @@ async fn persist_record_write_answers_after_the_file_and_refuses_what_cannot_be_
     // The directory cannot be written: "application: write error", nothing changes anywhere.
     rig.writable(false);
     let e = records.write(&a, &im1("VALVE"), commit).unwrap_err();
-    assert_eq!(e.to_bytes(), [0xDF, 0x80, 0xA1, 0x00]);
+    assert_eq!(e.octets(), [0xDF, 0x80, 0xA1, 0x00]);
     assert_eq!(records.read(&a).unwrap(), im1("PUMP"), "stack value kept");
     assert_eq!(rig.rt.im()["im1TagFunction"], "PUMP", "runtime value kept");
     assert_eq!(rig.rt.records()["count"], 1);
@@ -234,7 +235,7 @@ async fn persist_record_write_answers_after_the_file_and_refuses_what_cannot_be_
     // A user record is refused the same way and never becomes readable.
     let u = RecordAddress::new(0, 0, 1, 0x0042);
     let e = records.write(&u, &[1, 2, 3, 4], commit).unwrap_err();
-    assert_eq!(e.to_bytes(), [0xDF, 0x80, 0xA1, 0x00]);
+    assert_eq!(e.octets(), [0xDF, 0x80, 0xA1, 0x00]);
     assert!(records.read(&u).is_err());
 
     // Writable again: the next write is stored before it is answered.

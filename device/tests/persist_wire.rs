@@ -9,6 +9,7 @@
 mod common;
 mod stack_peer;
 
+use pn_protocol::wire::Emit;
 use std::time::{Duration, Instant};
 
 use common::{any_binding, write_licence, Daemon, DaemonOpts, Netns};
@@ -125,12 +126,7 @@ fn persist_wire_answers_come_after_the_file_and_unstorable_changes_are_refused()
     // nothing changes.
     writable(&d, false);
     let w = peer.write_with(sup, 0, 1, index::IM1, im1("VALVE"));
-    assert_eq!(
-        w.status.to_bytes(),
-        [0xDF, 0x80, 0xA1, 0x00],
-        "{}",
-        w.status
-    );
+    assert_eq!(w.status.octets(), [0xDF, 0x80, 0xA1, 0x00], "{}", w.status);
     let (st, back) = peer.read_with(sup, 0, 1, index::IM1);
     assert!(st.is_ok());
     assert_eq!(back, im1("PUMP"), "the device keeps answering the old I&M1");

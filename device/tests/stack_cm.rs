@@ -6,6 +6,7 @@
 mod common;
 mod stack_peer;
 
+use pn_protocol::wire::Emit;
 use std::time::Duration;
 
 use common::{any_binding, write_licence, Daemon, DaemonOpts, Netns};
@@ -78,7 +79,7 @@ fn stack_cm_records_supervisor_second_ar_fragmentation() {
     peer.ar_uuid = uuid(0x22);
     let blocks2 = peer.connect_blocks();
     let r = peer.call(opnum::CONNECT, blocks2);
-    assert_eq!(r.status.to_bytes(), [0xDB, 0x81, 0x40, 0x04], "second AR");
+    assert_eq!(r.status.octets(), [0xDB, 0x81, 0x40, 0x04], "second AR");
     peer.ar_uuid = keep_uuid;
     peer.session_key = keep_key;
 
@@ -111,7 +112,7 @@ fn stack_cm_records_supervisor_second_ar_fragmentation() {
     assert!(r.status.is_ok(), "supervisor release: {}", r.status);
     // Reads with the released supervisor AR are refused; the IO AR is untouched.
     let (st, _) = peer.read_with(sup, 0, 1, index::IM0);
-    assert_eq!(st.to_bytes()[..3], [0xDE, 0x81, 0x40]);
+    assert_eq!(st.octets()[..3], [0xDE, 0x81, 0x40]);
     assert_eq!(d.status()["state"], "DataExchange");
 
     // MultipleWrite (I&M2 + I&M3) with the IO AR.
@@ -200,7 +201,7 @@ fn stack_cm_records_supervisor_second_ar_fragmentation() {
     );
     // Unknown index: well-formed negative response.
     let (st, _) = peer.read_with(peer.ar_uuid, 0, 1, 0xFBFF);
-    assert_eq!(st.to_bytes(), [0xDE, 0x80, 0xB0, 0x00]);
+    assert_eq!(st.octets(), [0xDE, 0x80, 0xB0, 0x00]);
     assert_eq!(d.status()["state"], "DataExchange");
     peer.release();
     d.wait_state("Aborted");
@@ -299,7 +300,7 @@ fn stack_cm_watchdog_err_rta_big_endian_legacy() {
         let a = peer.state.peer_aborts.lock().unwrap().clone();
         (!a.is_empty()).then_some(a)
     });
-    assert_eq!(aborts[0].to_bytes(), [0xCF, 0x81, 0xFD, 0x05]);
+    assert_eq!(aborts[0].octets(), [0xCF, 0x81, 0xFD, 0x05]);
     let diag = d.get("/api/diag");
     assert_eq!(diag["watchdogTrips"], 1, "{diag}");
     let hist = d.get("/api/alarms/history").to_string();
@@ -383,7 +384,7 @@ fn device_err_rtas(frames: &[Vec<u8>], dev_mac: [u8; 6]) -> Vec<(u16, [u8; 4])> 
             }
             let fid = u16::from_be_bytes([*payload.first()?, *payload.get(1)?]);
             let rta = RtaRepr::parse(payload.get(2..)?).ok()?;
-            (rta.pdu_type == RtaPduType::Err).then(|| Some((fid, rta.err_status()?.to_bytes())))?
+            (rta.pdu_type == RtaPduType::Err).then(|| Some((fid, rta.err_status()?.octets())))?
         })
         .collect()
 }

@@ -126,7 +126,7 @@ fn exchange(tag: &str, send_clock_ms: u16, timing: Timing, soak: Duration, full:
     }
     // Unknown index (S7 polls 0xFBFF): well-formed negative response, AR stays up.
     let (status, _) = peer.read(0, 1, 0xFBFF);
-    assert_eq!(status.to_bytes(), [0xDE, 0x80, 0xB0, 0x00]);
+    assert_eq!(status.octets(), [0xDE, 0x80, 0xB0, 0x00]);
 
     if full {
         // Diagnosis alarm: appears, acknowledged; station problem indicator while active.

@@ -140,7 +140,7 @@ fn stack_stop_start_reuse_reconnects() {
         (!a.is_empty()).then_some(a)
     });
     // AR_DEVICE_DEACTIVATED.
-    assert_eq!(aborts[0].to_bytes(), [0xCF, 0x81, 0xFD, 0x10]);
+    assert_eq!(aborts[0].octets(), [0xCF, 0x81, 0xFD, 0x10]);
     peer.stop_cyclic();
 
     assert_eq!(d.post_empty("/api/start")["ok"], true, "{}", d.log_text());

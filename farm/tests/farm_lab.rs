@@ -9,6 +9,7 @@
 //! Second test: the farm devices' SNMP agents and LLMNR responders against independent
 //! clients (net-snmp, a UDP socket).
 
+use pn_protocol::wire::Emit;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;

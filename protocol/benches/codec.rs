@@ -10,8 +10,9 @@ use pn_protocol::wire::ip::UdpFrame;
 use pn_protocol::wire::pnio::cm::ConnectRequest;
 use pn_protocol::wire::rpc::{PnioRequest, RpcPacket};
 use pn_protocol::wire::rt::{
-    self, build_cyclic_frame, ApduStatus, CyclicFrame, DataStatus, FrameId,
+    self, fill_cyclic_frame, ApduStatus, CyclicFrame, DataStatus, FrameId,
 };
+use pn_protocol::wire::Emit;
 
 fn fixture(name: &str) -> Vec<u8> {
     pn_testkit::fixtures::by_name(&format!("{name}.hex"))
@@ -38,7 +39,7 @@ fn cyclic(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(len as u64));
         g.bench_function(format!("build_frame_{len}"), |b| {
             b.iter(|| {
-                build_cyclic_frame(
+                fill_cyclic_frame(
                     black_box(&mut buf),
                     &eth,
                     FrameId(0x8001),
@@ -50,7 +51,7 @@ fn cyclic(c: &mut Criterion) {
         });
         // Parse what was built: header, FrameID, C_SDU with the known length, APDU status,
         // and the copy of the data out of the frame (what the consumer does per frame).
-        let n = build_cyclic_frame(&mut buf, &eth, FrameId(0x8001), &data, status).expect("build");
+        let n = fill_cyclic_frame(&mut buf, &eth, FrameId(0x8001), &data, status).expect("build");
         let frame = buf[..n].to_vec();
         let mut out = vec![0u8; len];
         g.bench_function(format!("parse_frame_{len}"), |b| {
@@ -91,7 +92,7 @@ fn dcp(c: &mut Criterion) {
         });
         let (_, _, repr) = DcpRepr::parse_frame(&f).expect("dcp");
         g.bench_function(format!("emit/{name}"), |b| {
-            b.iter_batched(|| repr.clone(), |r| r.emit(), BatchSize::SmallInput)
+            b.iter_batched(|| repr.clone(), |r| r.to_bytes(), BatchSize::SmallInput)
         });
     }
     g.finish();

@@ -22,16 +22,15 @@ use crate::wire::pnio::block::blocks;
 use crate::wire::pnio::cm::{
     parse_raw_blocks, CmMessage, ConnectRequest, ConnectResponse, ControlMessage, RawBlock,
 };
-use crate::wire::pnio::diagnosis::{
-    emit_diagnosis_record, parse_diagnosis_record, DiagnosisDataRepr,
-};
+use crate::wire::pnio::diagnosis::{parse_diagnosis_record, DiagnosisDataRepr};
 use crate::wire::pnio::ident::IdentificationDataRepr;
-use crate::wire::pnio::im::{emit_filter_record, parse_filter_record, ImRecord};
+use crate::wire::pnio::im::{parse_filter_record, ImRecord};
 use crate::wire::pnio::pdev::{PdInterfaceDataReal, PdPortDataReal, PdPortStatistic};
 use crate::wire::pnio::record::RecordPdu;
 use crate::wire::rpc::{opnum, Drep, PacketType, PnioRequest, PnioResponse, RpcPacket};
 use crate::wire::rt::{self, CyclicFrame, FrameId};
 use crate::wire::rta::RtaRepr;
+use crate::wire::Emit;
 
 /// A fuzz entry point.
 pub type Target = fn(&[u8]);
@@ -106,11 +105,8 @@ pub fn ethernet(data: &[u8]) {
     let Ok((eth, payload)) = EthernetRepr::parse_frame(data) else {
         return;
     };
-    let mut buf = vec![0u8; eth.buffer_len(payload.len())];
-    let h = eth
-        .emit(&mut buf)
-        .unwrap_or_else(|e| panic!("ethernet: emit failed: {e:?}"));
-    buf[h..].copy_from_slice(payload);
+    let mut buf = emitted(eth.to_bytes(), "ethernet");
+    buf.extend_from_slice(payload);
     let (eth2, payload2) = EthernetRepr::parse_frame(&buf)
         .unwrap_or_else(|e| panic!("ethernet: re-parse failed: {e:?}"));
     same!(eth, eth2, "ethernet");
@@ -140,12 +136,12 @@ pub fn rt_frame(data: &[u8]) {
             let c_sdu = f.c_sdu().to_vec();
             let status = f.apdu_status();
             let mut out = vec![0u8; rt::cyclic_payload_len(c_sdu.len())];
-            let n = rt::emit_cyclic(&mut out, id, &c_sdu, status)
+            let n = rt::fill_cyclic(&mut out, id, &c_sdu, status)
                 .unwrap_or_else(|e| panic!("cyclic: emit failed: {e:?}"));
             let g = CyclicFrame::new_checked(&out[..n])
                 .unwrap_or_else(|e| panic!("cyclic: re-parse failed: {e:?}"));
             assert_eq!(g.frame_id(), id);
-            // emit_cyclic pads the C_SDU with zeros to the 40-byte minimum.
+            // fill_cyclic pads the C_SDU with zeros to the 40-byte minimum.
             let (head, pad) = g.c_sdu().split_at(c_sdu.len());
             assert_eq!(head, &c_sdu[..], "cyclic: C_SDU changed");
             assert!(pad.iter().all(|&b| b == 0), "cyclic: padding not zero");
@@ -163,7 +159,7 @@ pub fn dcp(data: &[u8]) {
     let Ok(a) = DcpRepr::parse(data) else {
         return;
     };
-    let bytes = emitted(a.emit(), "dcp");
+    let bytes = emitted(a.to_bytes(), "dcp");
     assert_eq!(
         bytes.len(),
         a.buffer_len(),
@@ -178,7 +174,7 @@ pub fn lldp(data: &[u8]) {
     let Ok(a) = LldpRepr::parse(data) else {
         return;
     };
-    let bytes = emitted(a.emit(), "lldp");
+    let bytes = emitted(a.to_bytes(), "lldp");
     let b = LldpRepr::parse(&bytes).unwrap_or_else(|e| panic!("lldp: re-parse failed: {e:?}"));
     same!(a, b, "lldp");
 }
@@ -220,14 +216,14 @@ pub fn rpc_packet(data: &[u8]) {
     let Ok(a) = RpcPacket::parse(data) else {
         return;
     };
-    let bytes = emitted(a.emit(), "rpc");
+    let bytes = emitted(a.to_bytes(), "rpc");
     let b = RpcPacket::parse(&bytes).unwrap_or_else(|e| panic!("rpc: re-parse failed: {e:?}"));
     same!(a, b, "rpc");
     // The same packet in the other integer representation must carry the same values.
     let mut flipped = a.clone();
     let d = a.header.drep.0;
     flipped.header.drep = Drep([d[0] ^ 0x10, d[1], d[2]]);
-    let bytes = emitted(flipped.emit(), "rpc (other DREP)");
+    let bytes = emitted(flipped.to_bytes(), "rpc (other DREP)");
     let mut c = RpcPacket::parse(&bytes)
         .unwrap_or_else(|e| panic!("rpc (other DREP): re-parse failed: {e:?}"));
     c.header.drep = a.header.drep;
@@ -280,7 +276,7 @@ fn pnio_body(request: bool, op: u16, drep: Drep, body: &[u8]) {
             return;
         };
         for d in [drep, other_drep(drep)] {
-            let bytes = emitted(a.emit(d), "pnio request");
+            let bytes = emitted(a.ndr(d).to_bytes(), "pnio request");
             let b = PnioRequest::parse(&bytes, d)
                 .unwrap_or_else(|e| panic!("pnio request: re-parse failed: {e:?}"));
             same!(a, b, "pnio request");
@@ -291,7 +287,7 @@ fn pnio_body(request: bool, op: u16, drep: Drep, body: &[u8]) {
             return;
         };
         for d in [drep, other_drep(drep)] {
-            let bytes = emitted(a.emit(d), "pnio response");
+            let bytes = emitted(a.ndr(d).to_bytes(), "pnio response");
             let b = PnioResponse::parse(&bytes, d)
                 .unwrap_or_else(|e| panic!("pnio response: re-parse failed: {e:?}"));
             same!(a, b, "pnio response");
@@ -312,7 +308,7 @@ pub fn cm_message(data: &[u8]) {
     let Ok(a) = CmMessage::parse(data) else {
         return;
     };
-    let bytes = emitted(a.emit(), "cm");
+    let bytes = emitted(a.to_bytes(), "cm");
     let b = CmMessage::parse(&bytes).unwrap_or_else(|e| panic!("cm: re-parse failed: {e:?}"));
     same!(a, b, "cm");
 }
@@ -323,7 +319,7 @@ pub fn connect_request(data: &[u8]) {
     let Ok(a) = ConnectRequest::parse(data) else {
         return;
     };
-    let bytes = emitted(a.emit(), "connect request");
+    let bytes = emitted(a.to_bytes(), "connect request");
     let b = ConnectRequest::parse(&bytes)
         .unwrap_or_else(|e| panic!("connect request: re-parse failed: {e:?}"));
     same!(a, b, "connect request");
@@ -335,7 +331,7 @@ pub fn connect_response(data: &[u8]) {
     let Ok(a) = ConnectResponse::parse(data) else {
         return;
     };
-    let bytes = emitted(a.emit(), "connect response");
+    let bytes = emitted(a.to_bytes(), "connect response");
     let b = ConnectResponse::parse(&bytes)
         .unwrap_or_else(|e| panic!("connect response: re-parse failed: {e:?}"));
     same!(a, b, "connect response");
@@ -343,7 +339,7 @@ pub fn connect_response(data: &[u8]) {
 
 fn control(data: &[u8]) {
     if let Ok(a) = ControlMessage::parse(data) {
-        let bytes = emitted(a.emit(), "control");
+        let bytes = emitted(a.to_bytes(), "control");
         let b = ControlMessage::parse(&bytes)
             .unwrap_or_else(|e| panic!("control: re-parse failed: {e:?}"));
         same!(a, b, "control");
@@ -392,9 +388,8 @@ pub fn im(data: &[u8]) {
         same!(a, b, "im");
     }
     if let Ok(a) = parse_filter_record(data) {
-        let mut w = Writer::new();
-        emit_filter_record(&mut w, &a).unwrap_or_else(|e| panic!("im filter: emit failed: {e:?}"));
-        let b = parse_filter_record(&w.into_inner())
+        let bytes = emitted(a.to_bytes(), "im filter record");
+        let b = parse_filter_record(&bytes)
             .unwrap_or_else(|e| panic!("im filter: re-parse failed: {e:?}"));
         same!(a, b, "im filter record");
     }
@@ -414,10 +409,8 @@ pub fn diagnosis(data: &[u8]) {
         same!(a, b, "diagnosis");
     }
     if let Ok(a) = parse_diagnosis_record(data) {
-        let mut w = Writer::new();
-        emit_diagnosis_record(&mut w, &a)
-            .unwrap_or_else(|e| panic!("diagnosis record: emit failed: {e:?}"));
-        let b = parse_diagnosis_record(&w.into_inner())
+        let bytes = emitted(a.to_bytes(), "diagnosis record");
+        let b = parse_diagnosis_record(&bytes)
             .unwrap_or_else(|e| panic!("diagnosis record: re-parse failed: {e:?}"));
         same!(a, b, "diagnosis record");
     }
@@ -482,11 +475,12 @@ pub fn rta(data: &[u8]) {
     let Ok(a) = RtaRepr::parse(data) else {
         return;
     };
-    let mut buf = vec![0u8; a.buffer_len()];
-    let n = a
-        .emit(&mut buf)
-        .unwrap_or_else(|e| panic!("rta: emit failed: {e:?}"));
-    assert_eq!(n, buf.len());
+    let buf = emitted(a.to_bytes(), "rta");
+    assert_eq!(
+        a.buffer_len(),
+        buf.len(),
+        "rta: buffer_len differs from emit"
+    );
     let b = RtaRepr::parse(&buf).unwrap_or_else(|e| panic!("rta: re-parse failed: {e:?}"));
     same!(a, b, "rta");
     alarm(&a.var_part);
@@ -549,7 +543,7 @@ pub fn rpc_reassembly(data: &[u8]) {
         }
         if let Ok(r) = m.receive(now, &p) {
             if let Some(f) = r.fack {
-                let bytes = emitted(f.emit(), "fack");
+                let bytes = emitted(f.to_bytes(), "fack");
                 RpcPacket::parse(&bytes).unwrap_or_else(|e| panic!("fack: re-parse failed: {e:?}"));
             }
             if let Some(msg) = r.message {

@@ -15,6 +15,7 @@ use pn_protocol::wire::rpc::{
     opnum, Drep, FackBody, PacketType, PnioRequest, PnioResponse, RpcPacket, Uuid,
     PNIO_DEVICE_INTERFACE,
 };
+use pn_protocol::wire::Emit;
 use pn_testkit::fixtures::{self, RealFrame};
 
 /// A fixture frame that carries DCE/RPC over UDP.
@@ -84,7 +85,7 @@ fn every_rpc_fixture_parses_and_reemits() {
         assert!(u.udp_checksum_ok || from_pnet, "{}: UDP checksum", f.name);
         let pkt = RpcPacket::parse(u.payload).unwrap_or_else(|e| panic!("{}: {e}", f.name));
         let exact = &u.payload[..80 + pkt.body.len()];
-        assert_eq!(pkt.emit().unwrap(), exact, "{}: RPC re-emit", f.name);
+        assert_eq!(pkt.to_bytes().unwrap(), exact, "{}: RPC re-emit", f.name);
         assert_eq!(
             u.payload.len(),
             exact.len(),
@@ -104,10 +105,15 @@ fn every_rpc_fixture_parses_and_reemits() {
             PacketType::Request => {
                 let r = PnioRequest::parse(&pkt.body, h.drep)
                     .unwrap_or_else(|e| panic!("{}: {e}", f.name));
-                assert_eq!(r.emit(h.drep).unwrap(), pkt.body, "{}: NDR re-emit", f.name);
+                assert_eq!(
+                    r.ndr(h.drep).to_bytes().unwrap(),
+                    pkt.body,
+                    "{}: NDR re-emit",
+                    f.name
+                );
                 if matches!(h.opnum, opnum::CONNECT | opnum::RELEASE | opnum::CONTROL) {
                     let m = CmMessage::parse(&r.data).unwrap_or_else(|e| panic!("{}: {e}", f.name));
-                    assert_eq!(m.emit().unwrap(), r.data, "{}: blocks re-emit", f.name);
+                    assert_eq!(m.to_bytes().unwrap(), r.data, "{}: blocks re-emit", f.name);
                     match h.opnum {
                         opnum::CONNECT => {
                             assert!(matches!(m, CmMessage::ConnectRequest(_)), "{}", f.name)
@@ -120,10 +126,15 @@ fn every_rpc_fixture_parses_and_reemits() {
             PacketType::Response => {
                 let r = PnioResponse::parse(&pkt.body, h.drep)
                     .unwrap_or_else(|e| panic!("{}: {e}", f.name));
-                assert_eq!(r.emit(h.drep).unwrap(), pkt.body, "{}: NDR re-emit", f.name);
+                assert_eq!(
+                    r.ndr(h.drep).to_bytes().unwrap(),
+                    pkt.body,
+                    "{}: NDR re-emit",
+                    f.name
+                );
                 if matches!(h.opnum, opnum::CONNECT | opnum::RELEASE | opnum::CONTROL) {
                     let m = CmMessage::parse(&r.data).unwrap_or_else(|e| panic!("{}: {e}", f.name));
-                    assert_eq!(m.emit().unwrap(), r.data, "{}: blocks re-emit", f.name);
+                    assert_eq!(m.to_bytes().unwrap(), r.data, "{}: blocks re-emit", f.name);
                     if r.status.is_ok() {
                         match h.opnum {
                             opnum::CONNECT => {
@@ -223,7 +234,7 @@ fn s7init2005_connect_request() {
     assert_eq!((a.tag_header_high.0, a.tag_header_low.0), (0xc000, 0xa000));
     // Siemens order: Expected blocks before the AlarmCR block; reproduced exactly.
     assert_eq!(c.wire_order.last(), Some(&0x0103));
-    assert_eq!(c.emit().unwrap(), r.data);
+    assert_eq!(c.to_bytes().unwrap(), r.data);
 }
 
 #[test]
@@ -271,7 +282,7 @@ fn icsnpp_connect_requests() {
         c.other.iter().map(|b| b.block_type()).collect::<Vec<_>>(),
         vec![0x010a, 0x010b]
     );
-    assert_eq!(c.emit().unwrap(), r.data);
+    assert_eq!(c.to_bytes().unwrap(), r.data);
 }
 
 #[test]
@@ -319,7 +330,7 @@ fn mehner_connect_request_and_response() {
     assert_eq!(ar.session_key, c.ar.session_key);
     assert_eq!(ar.cm_responder_udp_rt_port, 0x8892);
     assert_eq!(cr.iocrs.len(), 2);
-    assert_eq!(cr.emit().unwrap(), res.data);
+    assert_eq!(cr.to_bytes().unwrap(), res.data);
 }
 
 #[test]
@@ -343,7 +354,7 @@ fn connect_responses() {
         // The IM151 reports one API without differing modules.
         assert_eq!(md.apis.len(), 1);
         assert_eq!((md.apis[0].api, md.apis[0].modules.len()), (0, 0));
-        assert_eq!(c.emit().unwrap(), r.data);
+        assert_eq!(c.to_bytes().unwrap(), r.data);
     }
 
     let (p, r) = response_data("pniors-connect-res-pnet.hex");
@@ -363,13 +374,13 @@ fn connect_responses() {
         c.other.iter().map(|b| b.block_type()).collect::<Vec<_>>(),
         vec![0x8106]
     );
-    assert_eq!(c.emit().unwrap(), r.data);
+    assert_eq!(c.to_bytes().unwrap(), r.data);
 
     let (p, r) = response_data("icsnpp-connect-res-versamax.hex");
     assert!(p.header.drep.is_little_endian());
     let c = ConnectResponse::parse(&r.data).unwrap();
     assert!(c.ar.is_some());
-    assert_eq!(c.emit().unwrap(), r.data);
+    assert_eq!(c.to_bytes().unwrap(), r.data);
 }
 
 #[test]
@@ -465,7 +476,7 @@ fn control_and_release() {
         } else {
             assert!(m.other.is_empty(), "{name}");
         }
-        assert_eq!(m.emit().unwrap(), data, "{name}");
+        assert_eq!(m.to_bytes().unwrap(), data, "{name}");
     }
     // The PrmEnd response answers the request of the same AR (icsnpp Phoenix <-> VersaMax).
     let req = ControlMessage::parse(&request_data("icsnpp-prmend-req-phoenix.hex").1.data).unwrap();
@@ -546,7 +557,7 @@ fn rpc_only_frames() {
         };
         let u = UdpFrame::parse(&f.bytes).unwrap();
         let p = RpcPacket::parse(u.payload).unwrap();
-        assert_eq!(p.emit().unwrap(), u.payload, "{name}");
+        assert_eq!(p.to_bytes().unwrap(), u.payload, "{name}");
         match p.header.packet_type {
             PacketType::ClCancel | PacketType::CancelAck => assert!(p.body.is_empty()),
             PacketType::Request => {
@@ -578,7 +589,7 @@ fn mutated_real_frames_never_panic() {
                 let Ok(p) = RpcPacket::parse(u.payload) else {
                     continue;
                 };
-                let _ = p.emit();
+                let _ = p.to_bytes();
                 let data = match p.header.packet_type {
                     PacketType::Request => {
                         PnioRequest::parse(&p.body, p.header.drep).map(|r| r.data)
@@ -590,7 +601,7 @@ fn mutated_real_frames_never_panic() {
                 };
                 let Ok(data) = data else { continue };
                 if let Ok(msg) = CmMessage::parse(&data) {
-                    assert!(msg.emit().is_ok(), "{} byte {i} = {v:#x}", f.name);
+                    assert!(msg.to_bytes().is_ok(), "{} byte {i} = {v:#x}", f.name);
                     parsed += 1;
                 }
             }

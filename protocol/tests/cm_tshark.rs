@@ -29,6 +29,7 @@ use pn_protocol::wire::rpc::{
     fragment, opnum, reject_status, Drep, FaultBody, PacketType, PnioRequest, PnioResponse,
     RpcHeader, RpcPacket, Uuid, PNIO_DEVICE_INTERFACE,
 };
+use pn_protocol::wire::Emit;
 use pn_testkit::tshark::{self, Packet};
 use std::net::Ipv4Addr;
 
@@ -396,11 +397,11 @@ fn packets(
     sh: &RpcHeader,
     res: &PnioResponse,
 ) -> (Vec<u8>, Vec<u8>) {
-    let a = RpcPacket::new(*rh, req.emit(rh.drep).unwrap())
-        .emit()
+    let a = RpcPacket::new(*rh, req.ndr(rh.drep).to_bytes().unwrap())
+        .to_bytes()
         .unwrap();
-    let b = RpcPacket::new(*sh, res.emit(sh.drep).unwrap())
-        .emit()
+    let b = RpcPacket::new(*sh, res.ndr(sh.drep).to_bytes().unwrap())
+        .to_bytes()
         .unwrap();
     (a, b)
 }
@@ -418,15 +419,15 @@ fn connect_request_and_response_both_dreps() {
             drep,
             0,
             opnum::CONNECT,
-            creq.emit().unwrap(),
+            creq.to_bytes().unwrap(),
             PnioStatus::OK,
-            cres.emit().unwrap(),
+            cres.to_bytes().unwrap(),
         );
         let (a, b) = packets(&rh, &req, &sh, &res);
         let p = dissect(&[to_device(&a), to_controller(&b)]);
 
         // Request.
-        check_rpc_header(&p[0], &rh, req.buffer_len());
+        check_rpc_header(&p[0], &rh, req.ndr(rh.drep).buffer_len());
         let q = &pnio(&p[0]);
         check_ndr_request(q, &req);
         assert_eq!(
@@ -500,7 +501,7 @@ fn connect_request_and_response_both_dreps() {
         assert_eq!(uints(q, "pn_io.length_iops"), vec![1; 5]);
 
         // Response.
-        check_rpc_header(&p[1], &sh, res.buffer_len());
+        check_rpc_header(&p[1], &sh, res.ndr(sh.drep).buffer_len());
         let r = &pnio(&p[1]);
         check_ndr_response(r, &res);
         assert_eq!(
@@ -565,9 +566,9 @@ fn control_and_release_both_dreps() {
                 drep,
                 i as u32 + 1,
                 op,
-                m.emit().unwrap(),
+                m.to_bytes().unwrap(),
                 PnioStatus::OK,
-                m.response().emit().unwrap(),
+                m.response().to_bytes().unwrap(),
             );
             // ApplicationReady goes device -> controller on the controller interface.
             let (rh, sh) = if from_controller {
@@ -589,7 +590,7 @@ fn control_and_release_both_dreps() {
         }
         let p = dissect(&frames);
         for (i, (rh, req, sh, res, block, cmd)) in expect.iter().enumerate() {
-            check_rpc_header(&p[2 * i], rh, req.buffer_len());
+            check_rpc_header(&p[2 * i], rh, req.ndr(rh.drep).buffer_len());
             let q = &pnio(&p[2 * i]);
             check_ndr_request(q, req);
             assert_eq!(
@@ -600,7 +601,7 @@ fn control_and_release_both_dreps() {
             assert_eq!(q.get("pn_io.ar_uuid"), ar_uuid().to_string());
             assert_eq!(q.uint("pn_io.session_key"), 7);
             assert_eq!(q.uint("pn_io.control_command"), *cmd);
-            check_rpc_header(&p[2 * i + 1], sh, res.buffer_len());
+            check_rpc_header(&p[2 * i + 1], sh, res.ndr(sh.drep).buffer_len());
             let r = &pnio(&p[2 * i + 1]);
             check_ndr_response(r, res);
             assert_eq!(
@@ -625,9 +626,9 @@ fn prm_begin_request() {
         Drep::LITTLE_ENDIAN,
         4,
         opnum::CONTROL,
-        m.emit().unwrap(),
+        m.to_bytes().unwrap(),
         PnioStatus::OK,
-        m.response().emit().unwrap(),
+        m.response().to_bytes().unwrap(),
     );
     let (a, b) = packets(&rh, &req, &sh, &res);
     let p = dissect(&[to_device(&a), to_controller(&b)]);
@@ -650,7 +651,7 @@ fn error_connect_response() {
             drep,
             0,
             opnum::CONNECT,
-            creq.emit().unwrap(),
+            creq.to_bytes().unwrap(),
             status,
             vec![],
         );
@@ -678,8 +679,8 @@ fn fragmented_request_reassembled_by_tshark_and_fack() {
             3,
             opnum::CONNECT,
         );
-        let req = PnioRequest::new(0x1000, creq.emit().unwrap());
-        let body = req.emit(drep).unwrap();
+        let req = PnioRequest::new(0x1000, creq.to_bytes().unwrap());
+        let body = req.ndr(drep).to_bytes().unwrap();
         let half = body.len() / 2 + 1;
         let frags = fragment(&rh, &body, half, true).unwrap();
         assert_eq!(frags.len(), 2);
@@ -699,9 +700,9 @@ fn fragmented_request_reassembled_by_tshark_and_fack() {
             .message
             .is_some());
         let frames = vec![
-            to_device(&frags[0].emit().unwrap()),
-            to_controller(&fack.emit().unwrap()),
-            to_device(&frags[1].emit().unwrap()),
+            to_device(&frags[0].to_bytes().unwrap()),
+            to_controller(&fack.to_bytes().unwrap()),
+            to_device(&frags[1].to_bytes().unwrap()),
         ];
         // Two passes, so that fragment 0 learns where it was reassembled.
         let p = dissect_args(&frames, &["-2"]);
@@ -745,7 +746,9 @@ fn fault_reject_and_bodiless_replies() {
     for drep in [Drep::LITTLE_ENDIAN, Drep::BIG_ENDIAN] {
         let rh = RpcHeader::request(drep, object(), PNIO_DEVICE_INTERFACE, activity(), 5, 9);
         let req = PnioRequest::new(0x1000, vec![]);
-        let reqp = RpcPacket::new(rh, req.emit(drep).unwrap()).emit().unwrap();
+        let reqp = RpcPacket::new(rh, req.ndr(drep).to_bytes().unwrap())
+            .to_bytes()
+            .unwrap();
         let fault_h = RpcHeader::reply_to(&rh, PacketType::Fault);
         let fault = FaultBody {
             status: reject_status::NCA_OP_RNG_ERROR,
@@ -761,11 +764,19 @@ fn fault_reject_and_bodiless_replies() {
         ping_h.packet_type = PacketType::Ping;
         let frames = vec![
             to_device(&reqp),
-            to_controller(&RpcPacket::new(fault_h, fault.emit(drep)).emit().unwrap()),
-            to_controller(&RpcPacket::new(reject_h, reject.emit(drep)).emit().unwrap()),
-            to_device(&RpcPacket::new(ping_h, vec![]).emit().unwrap()),
-            to_controller(&RpcPacket::new(working_h, vec![]).emit().unwrap()),
-            to_controller(&RpcPacket::new(nocall_h, vec![]).emit().unwrap()),
+            to_controller(
+                &RpcPacket::new(fault_h, fault.ndr(drep).to_bytes().unwrap())
+                    .to_bytes()
+                    .unwrap(),
+            ),
+            to_controller(
+                &RpcPacket::new(reject_h, reject.ndr(drep).to_bytes().unwrap())
+                    .to_bytes()
+                    .unwrap(),
+            ),
+            to_device(&RpcPacket::new(ping_h, vec![]).to_bytes().unwrap()),
+            to_controller(&RpcPacket::new(working_h, vec![]).to_bytes().unwrap()),
+            to_controller(&RpcPacket::new(nocall_h, vec![]).to_bytes().unwrap()),
         ];
         let p = dissect(&frames);
         for (i, h, t) in [(3, &ping_h, 1), (4, &working_h, 4), (5, &nocall_h, 5)] {

@@ -24,6 +24,7 @@ use pn_protocol::wire::pnio::PnioStatus;
 use pn_protocol::wire::rpc::{self, Drep, PnioRequest, RpcHeader, RpcPacket, Uuid};
 use pn_protocol::wire::rt::{self, ApduStatus, DataStatus, FrameId};
 use pn_protocol::wire::rta::{RtaPduType, RtaRepr};
+use pn_protocol::wire::Emit;
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -89,7 +90,7 @@ fn committed_corpus_replays_without_panics() {
 ///   (fixed in `wire/pnio/record.rs`, `WriteRequest::trailing_pad`).
 /// * `rt_frame/cyclic-c-sdu-longer-than-1440` (found by the `all` target, selector byte 1
 ///   removed): a cyclic frame of 1506 bytes whose view accepted a
-///   1483-byte C_SDU that `emit_cyclic` refuses (fixed in `wire/rt.rs`, `CyclicFrame::check_len`).
+///   1483-byte C_SDU that `fill_cyclic` refuses (fixed in `wire/rt.rs`, `CyclicFrame::check_len`).
 #[test]
 fn fuzz_regressions_pass() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
@@ -211,7 +212,7 @@ fn own_seeds() -> Vec<(&'static str, Vec<u8>)> {
         ),
     ];
     for d in &dcps {
-        v.push(("dcp", d.emit().unwrap()));
+        v.push(("dcp", d.to_bytes().unwrap()));
         v.push(("rt_frame", d.build_frame(dst, src, None).unwrap()));
     }
 
@@ -228,7 +229,7 @@ fn own_seeds() -> Vec<(&'static str, Vec<u8>)> {
         data_status: DataStatus::RUNNING,
         transfer_status: 0,
     };
-    let n = rt::build_cyclic_frame(&mut buf, &eth, FrameId(0x8001), &[0x80; 12], st).unwrap();
+    let n = rt::fill_cyclic_frame(&mut buf, &eth, FrameId(0x8001), &[0x80; 12], st).unwrap();
     v.push(("rt_frame", buf[..n].to_vec()));
     v.push(("ethernet", buf[..n].to_vec()));
     let mut steps = vec![0x80 | (1 << 3)];
@@ -237,7 +238,7 @@ fn own_seeds() -> Vec<(&'static str, Vec<u8>)> {
             cycle_counter: *cc,
             ..st
         };
-        let n = rt::build_cyclic_frame(&mut buf, &eth, FrameId(0x8001), &[0x80; 40], st).unwrap();
+        let n = rt::fill_cyclic_frame(&mut buf, &eth, FrameId(0x8001), &[0x80; 40], st).unwrap();
         steps.extend_from_slice(&[(i as u8) << 4, n as u8]);
         steps.extend_from_slice(&buf[..n]);
     }
@@ -267,7 +268,7 @@ fn own_seeds() -> Vec<(&'static str, Vec<u8>)> {
             Tlv::End,
         ],
     };
-    v.push(("lldp", l.emit().unwrap()));
+    v.push(("lldp", l.to_bytes().unwrap()));
 
     // Records, I&M, diagnosis, identification
     let im1 = ImRecord::Im1(Im1 {
@@ -398,13 +399,14 @@ fn own_seeds() -> Vec<(&'static str, Vec<u8>)> {
         rpc::opnum::WRITE,
     );
     let body = PnioRequest::new(4096, mw)
-        .emit(Drep::LITTLE_ENDIAN)
+        .ndr(Drep::LITTLE_ENDIAN)
+        .to_bytes()
         .unwrap();
     v.push(("pnio_request", [&[0x80 | 3u8][..], &body].concat()));
     let frags = rpc::fragment(&h, &body, 64, true).unwrap();
     let mut steps = Vec::new();
     for f in &frags {
-        let b = f.emit().unwrap();
+        let b = f.to_bytes().unwrap();
         steps.extend_from_slice(&[0x11, b.len() as u8]);
         steps.extend_from_slice(&b);
         v.push(("rpc_packet", b));
@@ -440,15 +442,13 @@ fn own_seeds() -> Vec<(&'static str, Vec<u8>)> {
     v.push(("alarm", na.clone()));
     v.push(("alarm", AlarmPdu::Ack(ack).to_bytes().unwrap()));
     let data = RtaRepr::new(RtaPduType::Data, 1, 2, 0xFFFF, 0xFFFE, na);
-    let mut b = vec![0u8; data.buffer_len()];
-    data.emit(&mut b).unwrap();
+    let b = data.to_bytes().unwrap();
     v.push(("rta", b.clone()));
     let mut steps = vec![0u8];
     steps.extend_from_slice(&[0x13, b.len() as u8]);
     steps.extend_from_slice(&b);
     let ackp = RtaRepr::new(RtaPduType::Ack, 1, 2, 0xFFFF, 0xFFFF, Vec::new());
-    let mut b = vec![0u8; ackp.buffer_len()];
-    ackp.emit(&mut b).unwrap();
+    let b = ackp.to_bytes().unwrap();
     v.push(("rta", b.clone()));
     steps.extend_from_slice(&[0x22, b.len() as u8]);
     steps.extend_from_slice(&b);

@@ -7,6 +7,7 @@ use pn_protocol::wire::dcp::{self, BlockError, DcpRepr, DcpValue, NameOfStation}
 use pn_protocol::wire::ethernet::{ethertype, EthernetRepr, MacAddr};
 use pn_protocol::wire::lldp::{self, LldpRepr, PnTlv, Tlv};
 use pn_protocol::wire::rt::{self, CyclicFrame, FrameClass, FrameId};
+use pn_protocol::wire::Emit;
 use pn_testkit::fixtures::{self, RealFrame};
 use std::net::Ipv4Addr;
 
@@ -40,7 +41,7 @@ fn every_l2_fixture_parses_and_round_trips() {
                         let r =
                             DcpRepr::parse(pdu).unwrap_or_else(|e| panic!("{}: DCP: {e}", f.name));
                         let data_len = u16::from_be_bytes([pdu[8], pdu[9]]) as usize;
-                        let out = r.emit().unwrap();
+                        let out = r.to_bytes().unwrap();
                         assert_eq!(out, pdu[..10 + data_len], "{}: DCP re-emit", f.name);
                         assert_eq!(r.frame_id(), id, "{}", f.name);
                         // The whole frame through the frame-level entry point too.
@@ -66,7 +67,7 @@ fn every_l2_fixture_parses_and_round_trips() {
                 let r =
                     LldpRepr::parse(payload).unwrap_or_else(|e| panic!("{}: LLDP: {e}", f.name));
                 assert_eq!(r.tlvs.last(), Some(&Tlv::End), "{}", f.name);
-                let out = r.emit().unwrap();
+                let out = r.to_bytes().unwrap();
                 assert_eq!(out, payload[..out.len()], "{}: LLDP re-emit", f.name);
                 assert!(payload[out.len()..].iter().all(|&b| b == 0), "{}", f.name);
                 assert_eq!(r.ttl(), Some(20), "{}", f.name);

@@ -9,6 +9,7 @@ use pn_protocol::wire::dcp::{
 use pn_protocol::wire::ethernet::{EthernetRepr, MacAddr, VlanTag};
 use pn_protocol::wire::lldp::{LldpRepr, PnTlv, Tlv};
 use pn_protocol::wire::rt::{self, ApduStatus, CyclicFrame, DataStatus, FrameId};
+use pn_protocol::wire::Emit;
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 
@@ -242,7 +243,7 @@ proptest! {
         let e = EthernetRepr { ethertype: 0x8892, ..e };
         let status = ApduStatus { cycle_counter: cc, data_status: DataStatus(ds), transfer_status: ts };
         let mut buf = vec![0u8; 1600];
-        let n = rt::build_cyclic_frame(&mut buf, &e, FrameId(id), &data, status).unwrap();
+        let n = rt::fill_cyclic_frame(&mut buf, &e, FrameId(id), &data, status).unwrap();
         let (p, fid, _) = rt::parse_rt_frame(&buf[..n]).unwrap();
         prop_assert_eq!(p, e);
         prop_assert_eq!(fid, FrameId(id));
@@ -254,7 +255,7 @@ proptest! {
 
     #[test]
     fn dcp_round_trip(r in dcp_repr()) {
-        let pdu = r.emit().unwrap();
+        let pdu = r.to_bytes().unwrap();
         prop_assert_eq!(pdu.len(), r.buffer_len());
         let p = DcpRepr::parse(&pdu).unwrap();
         prop_assert_eq!(&p, &r);
@@ -272,7 +273,7 @@ proptest! {
             tlvs.push(Tlv::End);
         }
         let r = LldpRepr { tlvs };
-        let pdu = r.emit().unwrap();
+        let pdu = r.to_bytes().unwrap();
         prop_assert_eq!(LldpRepr::parse(&pdu).unwrap(), r.clone());
         if end {
             let f = r.build_frame(MacAddr([2, 0, 0, 0, 0, 1])).unwrap();
@@ -285,7 +286,7 @@ proptest! {
         let s = labels.join(".");
         let n = NameOfStation::new(&s).unwrap();
         let r = DcpRepr::set_name(1, &n, true);
-        let p = DcpRepr::parse(&r.emit().unwrap()).unwrap();
+        let p = DcpRepr::parse(&r.to_bytes().unwrap()).unwrap();
         prop_assert_eq!(NameOfStation::from_bytes(p.name_of_station().unwrap()).unwrap(), n);
     }
 
@@ -315,7 +316,7 @@ proptest! {
     /// Structured fuzzing: valid DCP/LLDP PDUs with bytes flipped or cut.
     #[test]
     fn mutated_pdus_never_panic(r in dcp_repr(), at in any::<usize>(), x in any::<u8>(), cut in any::<usize>()) {
-        let mut pdu = r.emit().unwrap();
+        let mut pdu = r.to_bytes().unwrap();
         if !pdu.is_empty() {
             let i = at % pdu.len();
             pdu[i] ^= x;

@@ -83,7 +83,7 @@ fn cyclic_frames() {
             ethertype: ethertype::PROFINET,
         };
         let mut buf = [0u8; 1600];
-        let n = rt::build_cyclic_frame(&mut buf, &eth, FrameId(c.id), &c.data, c.status).unwrap();
+        let n = rt::fill_cyclic_frame(&mut buf, &eth, FrameId(c.id), &c.data, c.status).unwrap();
         frames.push(buf[..n].to_vec());
     }
     let pkts = dissect(&frames);

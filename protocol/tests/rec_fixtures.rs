@@ -17,6 +17,7 @@ use pn_protocol::wire::pnio::PnioStatus;
 use pn_protocol::wire::rpc::{opnum, PacketType, PnioRequest, PnioResponse, RpcPacket};
 use pn_protocol::wire::rt::parse_rt_frame;
 use pn_protocol::wire::rta::{abort_reason, RtaPduType, RtaRepr};
+use pn_protocol::wire::Emit;
 use pn_testkit::fixtures::{self, RealFrame};
 use std::collections::BTreeMap;
 
@@ -210,9 +211,7 @@ fn implicit_reads_im0_filter_and_diagnosis() {
     assert_eq!(m[0].submodules[1].subslot, 3);
     assert_eq!(m[0].submodules[1].submodule_ident, 0xFFFF_010A);
     assert_eq!(m[1].module_ident, 0xFFFF_8140);
-    let mut w = pn_protocol::wire::field::Writer::new();
-    im::emit_filter_record(&mut w, &filters).unwrap();
-    assert_eq!(w.into_inner(), res.data);
+    assert_eq!(filters.to_bytes().unwrap(), res.data);
 
     let r = &recs["icsnpp-read-implicit-diag-req-siemens.hex"];
     let RecordPdu::ReadReq(q) = &r.pdu else {

@@ -28,6 +28,7 @@ use pn_protocol::wire::pnio::record::{
 use pn_protocol::wire::pnio::PnioStatus;
 use pn_protocol::wire::rpc::{self, Drep, PnioRequest, PnioResponse, RpcHeader, RpcPacket};
 use pn_protocol::wire::rta::{abort_reason, RtaPduType, RtaRepr};
+use pn_protocol::wire::Emit;
 use pn_testkit::tshark::{self, Packet};
 use std::net::Ipv4Addr;
 
@@ -70,9 +71,9 @@ fn request_header(opnum: u16, drep: Drep) -> RpcHeader {
 
 /// A PNIO-CM request from the controller to the device.
 fn request_frame(opnum: u16, drep: Drep, data: Vec<u8>) -> Vec<u8> {
-    let body = PnioRequest::new(32832, data).emit(drep).unwrap();
+    let body = PnioRequest::new(32832, data).ndr(drep).to_bytes().unwrap();
     let pkt = RpcPacket::new(request_header(opnum, drep), body)
-        .emit()
+        .to_bytes()
         .unwrap();
     ip::udp_frame(
         CTL_MAC,
@@ -94,10 +95,11 @@ fn response_frame(opnum: u16, drep: Drep, status: PnioStatus, data: Vec<u8>) -> 
         args_maximum: 32832,
         data,
     }
-    .emit(drep)
+    .ndr(drep)
+    .to_bytes()
     .unwrap();
     let pkt = RpcPacket::new(RpcHeader::response_to(&req), body)
-        .emit()
+        .to_bytes()
         .unwrap();
     ip::udp_frame(
         DEV_MAC,
@@ -458,7 +460,7 @@ fn read_response_i_m0_filter_data() {
         subslot: s,
         submodule_ident: i,
     };
-    let filters = vec![
+    let filters = [
         Im0FilterData {
             kind: FilterKind::Submodule,
             apis: vec![ApiIdent {
@@ -482,9 +484,7 @@ fn read_response_i_m0_filter_data() {
             }],
         },
     ];
-    let mut w = Writer::new();
-    pn_protocol::wire::pnio::im::emit_filter_record(&mut w, &filters).unwrap();
-    let data = w.into_inner();
+    let data = filters.to_bytes().unwrap();
     let req = ReadReqHeaderRepr {
         seq_number: 0,
         ar_uuid: NIL_UUID,
@@ -582,9 +582,7 @@ fn read_response_diagnosis_data() {
             qualifier: 0x0000_0100,
         }]),
     });
-    let mut w = Writer::new();
-    pn_protocol::wire::pnio::diagnosis::emit_diagnosis_record(&mut w, &blocks).unwrap();
-    let data = w.into_inner();
+    let data = blocks.to_bytes().unwrap();
     let req = read_req(index::DEVICE_DIAGNOSIS_DMQS, 0, 0);
 
     // A BlockVersionLow 0 block (no API field) on its own.
@@ -1304,16 +1302,22 @@ fn read_responses_pdev_real_data() {
         b.extend_from_slice(&st.to_bytes().unwrap());
         b
     };
-    pdev::emit_multiple_block(&mut w, 0, 0, 0x8000, &with_stats(itf.to_bytes().unwrap())).unwrap();
+    let multiple = |subslot, blocks: &[u8]| {
+        pdev::MultipleBlock {
+            api: 0,
+            slot: 0,
+            subslot,
+            blocks,
+        }
+        .to_bytes()
+        .unwrap()
+    };
+    w.bytes(&multiple(0x8000, &with_stats(itf.to_bytes().unwrap())));
     let port = expected[7].clone();
-    pdev::emit_multiple_block(
-        &mut w,
-        0,
-        0,
+    w.bytes(&multiple(
         port.subslot,
         &with_stats(port.to_bytes().unwrap()),
-    )
-    .unwrap();
+    ));
     let req = read_req(index::PD_REAL_DATA, 0, 0);
     let (_, p) = read_pair(&req, PnioStatus::OK, w.into_inner(), Drep::BIG_ENDIAN);
     // tshark lists a MultipleBlockHeader's own fields after those of the block inside it:

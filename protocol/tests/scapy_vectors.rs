@@ -25,6 +25,7 @@ use pn_protocol::wire::pnio::record::{
 };
 use pn_protocol::wire::rpc::{opnum, Drep, PnioRequest, RpcHeader, RpcPacket, Uuid};
 use pn_protocol::wire::rt::{self, ApduStatus, CyclicFrame, DataStatus, FrameId};
+use pn_protocol::wire::Emit;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::net::Ipv4Addr;
@@ -657,7 +658,7 @@ fn our_cyclic_frame_dissects_in_scapy() {
         transfer_status: 0,
     };
     let mut buf = [0u8; 128];
-    let n = rt::build_cyclic_frame(&mut buf, &eth, FrameId(0x8002), &data, status).expect("emit");
+    let n = rt::fill_cyclic_frame(&mut buf, &eth, FrameId(0x8002), &data, status).expect("emit");
     let layers = scapy_dissect(&buf[..n]);
     assert_eq!(u(&layer(&layers, "ProfinetIO")["frameID"]), 0x8002);
     let c = layer(&layers, "PNIORealTimeCyclicPDU");
@@ -678,8 +679,11 @@ fn our_rpc_frame(op: u16, drep: Drep, ndr: Vec<u8>) -> Vec<u8> {
         7,
         op,
     );
-    let body = PnioRequest::new(16696, ndr).emit(drep).expect("NDR");
-    let pkt = RpcPacket::new(h, body).emit().expect("RPC");
+    let body = PnioRequest::new(16696, ndr)
+        .ndr(drep)
+        .to_bytes()
+        .expect("NDR");
+    let pkt = RpcPacket::new(h, body).to_bytes().expect("RPC");
     udp_frame(
         SRC.0,
         DST.0,
@@ -781,7 +785,7 @@ fn our_connect_request_dissects_in_scapy() {
     }
     let c = our_connect_request();
     for drep in [Drep::BIG_ENDIAN, Drep::LITTLE_ENDIAN] {
-        let f = our_rpc_frame(opnum::CONNECT, drep, c.emit().expect("emit connect"));
+        let f = our_rpc_frame(opnum::CONNECT, drep, c.to_bytes().expect("emit connect"));
         let layers = scapy_dissect(&f);
         let r = layer(&layers, "DceRpc4");
         assert_eq!(u(&r["ptype"]), 0);
@@ -901,7 +905,11 @@ fn our_prm_end_dissects_in_scapy() {
         Uuid::from_str(AR_UUID).unwrap(),
         9,
     ));
-    let f = our_rpc_frame(opnum::CONTROL, Drep::LITTLE_ENDIAN, m.emit().expect("emit"));
+    let f = our_rpc_frame(
+        opnum::CONTROL,
+        Drep::LITTLE_ENDIAN,
+        m.to_bytes().expect("emit"),
+    );
     let layers = scapy_dissect(&f);
     assert_eq!(u(&layer(&layers, "DceRpc4")["opnum"]), 4);
     let b = blocks_of(&layers);
@@ -1113,7 +1121,11 @@ fn ndr_maximum_count_conventions_both_parse() {
         Uuid::from_str(AR_UUID).unwrap(),
         5,
     ));
-    let f = our_rpc_frame(opnum::CONTROL, Drep::BIG_ENDIAN, m.emit().expect("emit"));
+    let f = our_rpc_frame(
+        opnum::CONTROL,
+        Drep::BIG_ENDIAN,
+        m.to_bytes().expect("emit"),
+    );
     let layers = scapy_dissect(&f);
     let s = layer(&layers, "PNIOServiceReqPDU");
     assert_eq!(u(&s["max_count"]), u(&s["args_max"]));
@@ -1194,8 +1206,7 @@ fn our_alarm_notification_dissects_in_scapy() {
     let var = AlarmPdu::Notification(n).to_bytes().expect("alarm");
     let r = RtaRepr::new(RtaPduType::Data, 2, 1, 0xFFFF, 0xFFFE, var.clone());
     let mut payload = vec![0xFE, 0x01];
-    payload.resize(2 + r.buffer_len(), 0);
-    r.emit(&mut payload[2..]).expect("RTA");
+    payload.extend_from_slice(&r.to_bytes().expect("RTA"));
     let eth = EthernetRepr {
         dst: DST,
         src: SRC,

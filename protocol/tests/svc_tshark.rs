@@ -6,6 +6,7 @@
 //! intended protocol, be free of malformed markers and expert warnings/errors, and show the
 //! encoded values.
 
+use pn_protocol::wire::Emit;
 use std::net::Ipv4Addr;
 
 use pn_protocol::machine::llmnr_responder::{self, LlmnrIdentity};

@@ -728,6 +728,7 @@ mod tests {
     use super::*;
     use pn_protocol::machine::rpc_reassembly::{Reassembler, ReassemblyConfig};
     use pn_protocol::wire::rpc::{self, opnum, Drep, PnioRequest, RpcHeader, RpcPacket, Uuid};
+    use pn_protocol::wire::Emit;
 
     #[test]
     fn long_names_are_cut_at_a_character_boundary() {
@@ -766,9 +767,10 @@ mod tests {
                 opnum::CONNECT,
             );
             let body = PnioRequest::new(65000, vec![1, 2, 3, 4])
-                .emit(drep)
+                .ndr(drep)
+                .to_bytes()
                 .unwrap();
-            let wire = RpcPacket::new(h, body).emit().unwrap();
+            let wire = RpcPacket::new(h, body).to_bytes().unwrap();
             let pkt = RpcPacket::parse(&wire).unwrap();
             assert_eq!(pkt.header.drep, drep);
             let mut r = Reassembler::new(ReassemblyConfig::default());

@@ -5,6 +5,7 @@
 //! from `pn_protocol::wire::pnio::record::rw_error`), as IEC 61158-6-10 and p-net
 //! (`pf_cmrdr.c`, `pf_cmwrr.c`) answer them.
 
+use pn_protocol::wire::Emit;
 use std::collections::BTreeMap;
 
 use pn_protocol::wire::field::Writer;
@@ -16,8 +17,7 @@ use pn_protocol::wire::pnio::ident::{
     ApiIdent, IdentificationDataRepr, ModuleIdent, SubmoduleIdent,
 };
 use pn_protocol::wire::pnio::im::{
-    emit_filter_record, FilterKind, Im0, Im0FilterData, Im1, Im2, Im3, Im4, ImRecord,
-    SoftwareRevision,
+    FilterKind, Im0, Im0FilterData, Im1, Im2, Im3, Im4, ImRecord, SoftwareRevision,
 };
 use pn_protocol::wire::pnio::pdev::{
     self, PdInterfaceDataReal, PdPortDataReal, PdPortStatistic, Peer,
@@ -109,6 +109,16 @@ pub fn channel_item(d: &DiagnosisEntry, spec: Specifier) -> UserStructure {
         properties: channel_properties(d, spec),
         error_type: d.error_type,
     }])
+}
+
+/// The MultipleBlockHeader of PDRealData around one PDev submodule's blocks (API 0, slot 0).
+fn multiple_block(subslot: u16, blocks: &[u8]) -> pdev::MultipleBlock<'_> {
+    pdev::MultipleBlock {
+        api: 0,
+        slot: 0,
+        subslot,
+        blocks,
+    }
 }
 
 fn im1_4_from_remanent(im: &ImRemanent) -> BTreeMap<u16, Vec<u8>> {
@@ -266,11 +276,13 @@ impl Records {
         };
         if self.exists(0, INTERFACE_SUBSLOT) {
             let b = with_stats(self.pd_interface_data_real()?);
-            pdev::emit_multiple_block(&mut w, 0, 0, INTERFACE_SUBSLOT, &b).map_err(fail)?;
+            multiple_block(INTERFACE_SUBSLOT, &b)
+                .emit(&mut w)
+                .map_err(fail)?;
         }
         for p in self.ports() {
             let b = with_stats(self.pd_port_data_real(p)?);
-            pdev::emit_multiple_block(&mut w, 0, 0, p, &b).map_err(fail)?;
+            multiple_block(p, &b).emit(&mut w).map_err(fail)?;
         }
         Ok(w.into_inner())
     }
@@ -385,11 +397,7 @@ impl Records {
             apis: apis.clone(),
         })
         .collect();
-        let mut w = Writer::new();
-        match emit_filter_record(&mut w, &filters) {
-            Ok(()) => w.into_inner(),
-            Err(_) => Vec::new(),
-        }
+        filters.to_bytes().unwrap_or_default()
     }
 
     fn diag_data(&self, slot: Option<u16>, subslot: Option<u16>, maint: Option<u8>) -> Vec<u8> {

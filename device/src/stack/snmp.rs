@@ -98,6 +98,7 @@ pub fn default_addr() -> SocketAddr {
 mod tests {
     use super::*;
     use pn_protocol::wire::snmp::{pdu, Pdu, SnmpMessage, Value, VarBind};
+    use pn_protocol::wire::Emit;
 
     const NAME: &[u32] = &[1, 3, 6, 1, 2, 1, 1, 5, 0];
 

@@ -2,6 +2,7 @@
 //! input frames with a data-hold watchdog, and the alarm channel (RTA machine) on a receiver
 //! thread.
 
+use pn_protocol::wire::Emit;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -94,8 +95,7 @@ impl Peer {
                     data_status: DataStatus::RUNNING,
                     transfer_status: 0,
                 };
-                let n =
-                    rt::build_cyclic_frame(&mut buf, &eth, FrameId(ofid), &sdu, status).unwrap();
+                let n = rt::fill_cyclic_frame(&mut buf, &eth, FrameId(ofid), &sdu, status).unwrap();
                 if sock.send(&buf[..n]).is_ok() {
                     st.tx_frames.fetch_add(1, Ordering::Relaxed);
                 }

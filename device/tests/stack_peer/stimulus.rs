@@ -3,6 +3,7 @@
 //! second Connect, the supervisor AR's services, implicit reads, a MultipleWrite whose
 //! per-record answers are checked. The normal AR sequence is CMCTL's (peer.rs).
 
+use pn_protocol::wire::Emit;
 use std::net::SocketAddrV4;
 use std::time::{Duration, Instant};
 
@@ -66,7 +67,10 @@ impl Peer {
     pub fn call_with_ping_midway(&mut self, op: u16, data: Vec<u8>) -> (PacketType, PnioResponse) {
         self.seq += 1;
         let seq = self.seq;
-        let body = PnioRequest::new(65000, data).emit(self.drep).unwrap();
+        let body = PnioRequest::new(65000, data)
+            .ndr(self.drep)
+            .to_bytes()
+            .unwrap();
         let pkts = rpc::fragment(&self.header(seq, op), &body, 1392, false).unwrap();
         assert!(pkts.len() >= 2);
         self.send(&pkts[0]);
@@ -99,7 +103,7 @@ impl Peer {
 
     fn send(&self, p: &RpcPacket) {
         self.udp
-            .send_to(&p.emit().unwrap(), dev_addr())
+            .send_to(&p.to_bytes().unwrap(), dev_addr())
             .expect("peer send");
     }
 
@@ -206,7 +210,7 @@ impl Peer {
             SubmoduleProperties::TYPE_INPUT_OUTPUT,
             vec![DataDescription::input(4), DataDescription::output(4)],
         )];
-        req.emit().unwrap()
+        req.to_bytes().unwrap()
     }
 
     /// A supervisor (DeviceAccess) AR connect: ARBlockReq only, ARType 0x0006.

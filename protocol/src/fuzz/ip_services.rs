@@ -1,6 +1,7 @@
 //! Fuzz entry points of the small IP-side protocols a device answers besides PROFINET: ARP,
 //! SNMP and LLMNR, each codec round trip plus the responder on the same bytes.
 
+use crate::wire::Emit;
 use std::net::Ipv4Addr;
 
 use crate::machine::llmnr_responder::{self, LlmnrIdentity};

@@ -18,6 +18,7 @@ use crate::wire::pnio::alarm::{
 };
 use crate::wire::pnio::diagnosis::UserStructure;
 use crate::wire::pnio::PnioStatus;
+use crate::wire::Emit;
 
 /// What happened on the AlarmCR (for the connection manager).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -218,7 +218,7 @@ impl Provider {
             data_status: self.data_status,
             transfer_status: 0,
         };
-        let n = rt::build_cyclic_frame(buf, &self.eth, self.frame_id, data, status)?;
+        let n = rt::fill_cyclic_frame(buf, &self.eth, self.frame_id, data, status)?;
         self.clock = clock;
         let missed = slot.missed;
         self.stats.frames_sent += 1;

@@ -14,6 +14,7 @@
 //!   authority records in a query, classes other than IN / ANY and compressed question names
 //!   are dropped silently (§2.1.1).
 
+use crate::wire::Emit;
 use std::net::Ipv4Addr;
 
 use crate::wire::llmnr::{rtype, LlmnrRepr, Record, CLASS_IN, FLAG_QR};

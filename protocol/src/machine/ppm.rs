@@ -10,7 +10,7 @@
 //! [`super::cyclic::Provider`] (controller, simulator) all run; the shells only sleep until
 //! [`SlotClock::next_ns`].
 
-use crate::wire::rt::ApduStatus;
+use crate::wire::rt::{self, ApduStatus};
 
 /// One data item of a cyclic frame: `len` bytes at `frame_off` of the frame and at `area_off`
 /// of the process-image area (offsets checked when the item is built; the copies still clip
@@ -58,7 +58,7 @@ impl ProviderTemplate {
     /// Write the APDU status `st` into `frame` at [`ProviderTemplate::status_at`].
     pub fn stamp(&self, frame: &mut [u8], st: ApduStatus) {
         if let Some(b) = frame.get_mut(self.status_at..) {
-            let _ = st.emit(b);
+            let _ = rt::fill_apdu_status(b, st);
         }
     }
 }

@@ -15,6 +15,7 @@
 
 use crate::time::{Duration, Instant};
 use crate::wire::rpc::{flags1, FackBody, PacketType, RpcHeader, RpcPacket, Uuid};
+use crate::wire::Emit;
 use std::collections::BTreeMap;
 
 /// Limits and FACK parameters.
@@ -329,7 +330,7 @@ fn make_fack(cfg: &ReassemblyConfig, h: &RpcHeader, call: &Call) -> RpcPacket {
         selack,
     };
     // At most MAX_SELACK_WORDS words: emit cannot fail.
-    let body = body.emit(h.drep).unwrap_or_default();
+    let body = body.ndr(h.drep).to_bytes().unwrap_or_default();
     header.fragment_len = body.len() as u16;
     RpcPacket { header, body }
 }

@@ -26,6 +26,8 @@
 //! `pf_alarm_apmr_a_data_ind`, `pf_alarm_apms_timeout`, `pf_alarm_apmr_send_ack/nack`,
 //! `pf_alarm_error_ind`), real frames `pniors-alarm-*` for the sequence numbers.
 
+use crate::wire::field::Writer;
+use crate::wire::Emit;
 use std::collections::VecDeque;
 
 use crate::time::{Duration, Instant};
@@ -98,13 +100,12 @@ pub struct RtaTx {
 impl RtaTx {
     /// FrameID + RTA-PDU: the payload after EtherType 0x8892.
     pub fn rt_payload(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(2 + self.pdu.buffer_len());
-        v.extend_from_slice(&self.frame_id.to_be_bytes());
-        v.resize(2 + self.pdu.buffer_len(), 0);
-        // Cannot fail: the buffer has exactly the needed length and the VarPart was built by
-        // this machine (at most 65535 bytes, checked in send_alarm).
-        let _ = self.pdu.emit(&mut v[2..]);
-        v
+        let mut w = Writer::with_capacity(2 + self.pdu.buffer_len());
+        w.u16(self.frame_id);
+        // Cannot fail: the VarPart was built by this machine (at most 65535 bytes, checked in
+        // send_alarm).
+        let _ = self.pdu.emit(&mut w);
+        w.into_inner()
     }
 }
 
@@ -260,7 +261,7 @@ impl RtaMachine {
         if self.closed {
             return;
         }
-        let pdu = self.pdu(RtaPduType::Err, self.send_seq, status.to_bytes().to_vec());
+        let pdu = self.pdu(RtaPduType::Err, self.send_seq, status.octets().to_vec());
         self.push_tx(pdu);
         self.close();
     }
@@ -275,7 +276,7 @@ impl RtaMachine {
             return;
         }
         self.closed_by_peer = false;
-        let pdu = self.pdu(RtaPduType::Err, self.send_seq, status.to_bytes().to_vec());
+        let pdu = self.pdu(RtaPduType::Err, self.send_seq, status.octets().to_vec());
         self.push_tx(pdu);
     }
 

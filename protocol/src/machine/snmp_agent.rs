@@ -14,6 +14,7 @@
 //! `tooBig` without bindings (RFC 3416 §4.2.1).
 
 use crate::wire::snmp::{pdu, status, version, Pdu, SnmpMessage, Value, VarBind};
+use crate::wire::Emit;
 
 /// The community accepted for reading.
 pub const COMMUNITY: &[u8] = b"public";

@@ -17,6 +17,7 @@
 //! * a record write the device confirmed reads back with the written bytes;
 //! * after the quiet tail both sides are in data exchange on the same AR.
 
+use crate::wire::Emit;
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
@@ -608,7 +609,7 @@ impl Sim<'_> {
         req.ar.ar_uuid = Uuid::from_bytes(uuid);
         req.ar.session_key = self.ars;
         req.ar.cm_initiator_mac = CTL_MAC;
-        let Ok(bytes) = req.emit() else {
+        let Ok(bytes) = req.to_bytes() else {
             self.violation("the example Connect request does not encode".into());
             return;
         };

@@ -31,6 +31,7 @@ use crate::time::{Duration, Instant};
 use crate::wire::ethernet::{ethertype, EthernetRepr, MacAddr, VlanTag};
 use crate::wire::pnio::alarm::{AlarmNotificationRepr, AlarmPdu, AlarmPriority, AlarmSpecifier};
 use crate::wire::rt::FrameId;
+use crate::wire::Emit;
 
 mod cm;
 mod dcp;

@@ -10,6 +10,7 @@
 //! (RFC 826 "Packet Reception": the owner of the target protocol address swaps the addresses,
 //! puts its own hardware address in and sends the reply to the requester).
 
+use crate::wire::Emit;
 use std::net::Ipv4Addr;
 
 use crate::wire::ethernet::{ethertype, EthernetRepr, MacAddr};
@@ -159,23 +160,6 @@ impl ArpRepr {
         Ok((eth, ArpRepr::parse(&ArpPacket::new_checked(payload)?)?))
     }
 
-    pub fn buffer_len(&self) -> usize {
-        PACKET_LEN
-    }
-
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
-        w.u16(HTYPE_ETHERNET)
-            .u16(ethertype::IPV4)
-            .u8(6)
-            .u8(4)
-            .u16(self.operation.into())
-            .bytes(&self.sender_mac.0)
-            .bytes(&self.sender_ip.octets())
-            .bytes(&self.target_mac.0)
-            .bytes(&self.target_ip.octets());
-        Ok(())
-    }
-
     /// The reply of `mac`, the owner of `self.target_ip`, to this packet; `None` unless it is
     /// a request for a specified address (0.0.0.0 is nobody's: RFC 5227 probes ask for it
     /// from a sender, never for it).
@@ -204,6 +188,25 @@ impl ArpRepr {
             ethertype: ethertype::ARP,
         }
         .build(&w.buf)
+    }
+}
+
+impl Emit for ArpRepr {
+    fn buffer_len(&self) -> usize {
+        PACKET_LEN
+    }
+
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        w.u16(HTYPE_ETHERNET)
+            .u16(ethertype::IPV4)
+            .u8(6)
+            .u8(4)
+            .u16(self.operation.into())
+            .bytes(&self.sender_mac.0)
+            .bytes(&self.sender_ip.octets())
+            .bytes(&self.target_mac.0)
+            .bytes(&self.target_ip.octets());
+        Ok(())
     }
 }
 

@@ -11,7 +11,7 @@
 //! the header.
 
 use crate::wire::field::{self, Field};
-use crate::wire::{Error, Result};
+use crate::wire::{Emit, Error, Result, Writer};
 use core::fmt;
 
 /// EtherType values used by this crate.
@@ -231,6 +231,25 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
         let h = self.header_len();
         self.buffer.as_mut().get_mut(h..).unwrap_or(&mut [])
     }
+
+    /// Write the whole header of `repr` into the start of the buffer; returns its length.
+    /// The view API for filling a caller-owned buffer without allocating (the real-time path,
+    /// [`crate::wire::rt::fill_cyclic_frame`]); [`EthernetRepr`] serialises through [`Emit`].
+    pub fn fill_header(&mut self, repr: &EthernetRepr) -> Result<usize> {
+        let h = repr.header_len();
+        let hdr = self.buffer.as_mut().get_mut(..h).ok_or(Error::Truncated)?;
+        hdr[f::DST].copy_from_slice(&repr.dst.0);
+        hdr[f::SRC].copy_from_slice(&repr.src.0);
+        match repr.vlan {
+            Some(tag) => {
+                field::write_u16(hdr, f::TYPE_OR_TPID.start, ethertype::VLAN)?;
+                field::write_u16(hdr, f::TCI.start, tag.tci())?;
+                field::write_u16(hdr, f::INNER_TYPE.start, repr.ethertype)?;
+            }
+            None => field::write_u16(hdr, f::TYPE_OR_TPID.start, repr.ethertype)?,
+        }
+        Ok(h)
+    }
 }
 
 /// Owned Ethernet header.
@@ -271,38 +290,30 @@ impl EthernetRepr {
         }
     }
 
-    /// Header length plus `payload_len` (no padding).
-    pub fn buffer_len(&self, payload_len: usize) -> usize {
-        self.header_len().saturating_add(payload_len)
-    }
-
-    /// Write the header into the start of `buf`; returns the header length. Does not allocate.
-    pub fn emit(&self, buf: &mut [u8]) -> Result<usize> {
-        let h = self.header_len();
-        let hdr = buf.get_mut(..h).ok_or(Error::Truncated)?;
-        hdr[f::DST].copy_from_slice(&self.dst.0);
-        hdr[f::SRC].copy_from_slice(&self.src.0);
-        match self.vlan {
-            Some(tag) => {
-                field::write_u16(hdr, f::TYPE_OR_TPID.start, ethertype::VLAN)?;
-                field::write_u16(hdr, f::TCI.start, tag.tci())?;
-                field::write_u16(hdr, f::INNER_TYPE.start, self.ethertype)?;
-            }
-            None => field::write_u16(hdr, f::TYPE_OR_TPID.start, self.ethertype)?,
-        }
-        Ok(h)
-    }
-
-    /// Build a complete frame: header, `payload`, zero padding up to [`MIN_FRAME_LEN`].
+    /// Build a complete frame: header, `payload`, zero padding up to [`MIN_FRAME_LEN`] (a
+    /// composition of the header's [`Emit`] with the payload, for callers holding the payload
+    /// as bytes already).
     pub fn build(&self, payload: &[u8]) -> Vec<u8> {
-        let mut v = vec![0u8; padded_len(self.buffer_len(payload.len()))];
-        let h = self.header_len();
-        // Cannot fail: `v` holds at least header + payload bytes.
-        let _ = self.emit(&mut v);
-        if let Some(dst) = v.get_mut(h..h + payload.len()) {
-            dst.copy_from_slice(payload);
-        }
-        v
+        let mut w = Writer::with_capacity(padded_len(self.header_len() + payload.len()));
+        // Cannot fail: the header of an EthernetRepr is always representable.
+        let _ = self.emit(&mut w);
+        w.bytes(payload);
+        pad_to_min(&mut w.buf);
+        w.into_inner()
+    }
+}
+
+/// The header only (14 bytes, 18 with a VLAN tag); the payload follows it.
+impl Emit for EthernetRepr {
+    fn buffer_len(&self) -> usize {
+        self.header_len()
+    }
+
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        let start = w.len();
+        w.zeros(self.header_len());
+        Frame::new_unchecked(&mut w.buf[start..]).fill_header(self)?;
+        Ok(())
     }
 }
 
@@ -355,8 +366,7 @@ mod tests {
             vlan: None,
             ethertype: ethertype::LLDP,
         };
-        let mut b = [0u8; 14];
-        assert_eq!(repr.emit(&mut b), Ok(14));
+        let b: [u8; 14] = repr.to_bytes().unwrap().try_into().unwrap();
         let (p, payload) = EthernetRepr::parse_frame(&b).unwrap();
         assert_eq!(p, repr);
         assert!(payload.is_empty());

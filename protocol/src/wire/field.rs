@@ -182,6 +182,10 @@ impl Writer {
     pub fn patch_u16(&mut self, at: usize, v: u16) {
         self.buf[at..at + 2].copy_from_slice(&v.to_be_bytes());
     }
+    /// Drop everything after the first `len` bytes (undo a partly written value).
+    pub fn truncate(&mut self, len: usize) {
+        self.buf.truncate(len);
+    }
     pub fn into_inner(self) -> Vec<u8> {
         self.buf
     }

@@ -14,7 +14,7 @@
 //! checksum 0 = "no checksum", a computed 0 is sent as 0xFFFF), RFC 1071 (one's complement sum).
 
 use crate::wire::field::{self, Field};
-use crate::wire::{Error, Result};
+use crate::wire::{Emit, Error, Result, Writer};
 use std::net::Ipv4Addr;
 
 /// EtherType of IPv4.
@@ -263,23 +263,21 @@ impl Ipv4Repr {
             dont_frag: p.dont_frag(),
         })
     }
+}
 
-    /// Header length when emitted (no options).
-    pub fn buffer_len(&self) -> usize {
+/// The 20-byte header (no options) with its checksum; the payload is not part of it.
+impl Emit for Ipv4Repr {
+    fn buffer_len(&self) -> usize {
         field_ipv4::MIN_HEADER_LEN
     }
 
-    /// Write the 20-byte header (with checksum) into the start of `buf`, which must hold at
-    /// least `buffer_len()` bytes; the payload is not touched.
-    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
+    fn emit(&self, w: &mut Writer) -> Result<()> {
         let total = self
             .payload_len
             .checked_add(field_ipv4::MIN_HEADER_LEN)
             .and_then(|n| u16::try_from(n).ok())
             .ok_or(Error::Malformed("IPv4 datagram longer than 65535 bytes"))?;
-        let h = buf
-            .get_mut(..field_ipv4::MIN_HEADER_LEN)
-            .ok_or(Error::Truncated)?;
+        let mut h = [0u8; field_ipv4::MIN_HEADER_LEN];
         h[field_ipv4::VER_IHL] = 0x45;
         h[field_ipv4::TOS] = self.tos;
         h[field_ipv4::LENGTH].copy_from_slice(&total.to_be_bytes());
@@ -291,8 +289,9 @@ impl Ipv4Repr {
         h[field_ipv4::CHECKSUM].copy_from_slice(&[0, 0]);
         h[field_ipv4::SRC_ADDR].copy_from_slice(&self.src_addr.octets());
         h[field_ipv4::DST_ADDR].copy_from_slice(&self.dst_addr.octets());
-        let c = checksum(h);
+        let c = checksum(&h);
         h[field_ipv4::CHECKSUM].copy_from_slice(&c.to_be_bytes());
+        w.bytes(&h);
         Ok(())
     }
 }
@@ -415,24 +414,35 @@ impl UdpRepr {
             dst_port: p.dst_port(),
         })
     }
+}
 
-    pub fn buffer_len(&self, payload_len: usize) -> usize {
-        field_udp::HEADER_LEN + payload_len
+/// A UDP datagram to emit: the header's ports, the addresses of the pseudo-header the
+/// checksum covers, and the payload. A wrapper because the checksum makes the header depend
+/// on all of them, while [`UdpRepr`] (what parsing yields) holds only the ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpDatagram<'a> {
+    pub udp: UdpRepr,
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+    pub payload: &'a [u8],
+}
+
+/// Header, payload and checksum.
+impl Emit for UdpDatagram<'_> {
+    fn buffer_len(&self) -> usize {
+        field_udp::HEADER_LEN + self.payload.len()
     }
 
-    /// Write header + `payload` + checksum into `buf` (at least `buffer_len(payload.len())`).
-    pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload: &[u8]) -> Result<()> {
-        let total = payload
-            .len()
-            .checked_add(field_udp::HEADER_LEN)
-            .and_then(|n| u16::try_from(n).ok())
-            .ok_or(Error::Malformed("UDP datagram longer than 65535 bytes"))?;
-        let seg = buf.get_mut(..usize::from(total)).ok_or(Error::Truncated)?;
-        seg[field_udp::SRC_PORT].copy_from_slice(&self.src_port.to_be_bytes());
-        seg[field_udp::DST_PORT].copy_from_slice(&self.dst_port.to_be_bytes());
-        seg[field_udp::LENGTH].copy_from_slice(&total.to_be_bytes());
-        seg[field_udp::HEADER_LEN..].copy_from_slice(payload);
-        UdpPacket::new_unchecked(seg).fill_checksum(src, dst);
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        let total = u16::try_from(self.buffer_len())
+            .map_err(|_| Error::Malformed("UDP datagram longer than 65535 bytes"))?;
+        let start = w.len();
+        w.u16(self.udp.src_port)
+            .u16(self.udp.dst_port)
+            .u16(total)
+            .u16(0)
+            .bytes(self.payload);
+        UdpPacket::new_unchecked(&mut w.buf[start..]).fill_checksum(self.src, self.dst);
         Ok(())
     }
 }
@@ -448,27 +458,24 @@ pub fn udp_frame(
     dst_port: u16,
     payload: &[u8],
 ) -> Result<Vec<u8>> {
-    let udp = UdpRepr { src_port, dst_port };
-    let udp_len = udp.buffer_len(payload.len());
-    let ip = Ipv4Repr::udp(src_ip, dst_ip, udp_len);
-    let ip_len = ip.buffer_len() + udp_len;
+    let udp = UdpDatagram {
+        udp: UdpRepr { src_port, dst_port },
+        src: src_ip,
+        dst: dst_ip,
+        payload,
+    };
+    let ip = Ipv4Repr::udp(src_ip, dst_ip, udp.buffer_len());
+    let ip_len = ip.buffer_len() + udp.buffer_len();
     if ip_len > usize::from(u16::MAX) {
         return Err(Error::Malformed(
             "UDP payload too long for one IPv4 datagram",
         ));
     }
-    let mut frame = vec![0u8; ETHERNET_HEADER_LEN + ip_len];
-    frame[0..6].copy_from_slice(&dst_mac);
-    frame[6..12].copy_from_slice(&src_mac);
-    frame[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
-    ip.emit(&mut frame[ETHERNET_HEADER_LEN..])?;
-    udp.emit(
-        &mut frame[ETHERNET_HEADER_LEN + ip.buffer_len()..],
-        src_ip,
-        dst_ip,
-        payload,
-    )?;
-    Ok(frame)
+    let mut w = Writer::with_capacity(ETHERNET_HEADER_LEN + ip_len);
+    w.bytes(&dst_mac).bytes(&src_mac).u16(ETHERTYPE_IPV4);
+    ip.emit(&mut w)?;
+    udp.emit(&mut w)?;
+    Ok(w.into_inner())
 }
 
 /// A captured Ethernet frame carrying IPv4/UDP, taken apart.

@@ -10,6 +10,7 @@
 //! labels of at most 63 bytes (RFC 1035 §2.3.4); label types other than plain (pointers,
 //! extended) are refused in the question.
 
+use crate::wire::Emit;
 use std::net::Ipv4Addr;
 
 use crate::wire::ethernet::MacAddr;
@@ -218,8 +219,10 @@ impl LlmnrRepr {
     pub fn is_standard_query(&self) -> bool {
         self.flags & (FLAG_QR | OPCODE_MASK) == 0
     }
+}
 
-    pub fn buffer_len(&self) -> usize {
+impl Emit for LlmnrRepr {
+    fn buffer_len(&self) -> usize {
         f::HEADER_LEN
             + self.question.name_len()
             + 4
@@ -230,7 +233,7 @@ impl LlmnrRepr {
                 .sum::<usize>()
     }
 
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
+    fn emit(&self, w: &mut Writer) -> Result<()> {
         let q = &self.question;
         if q.labels.iter().any(|l| l.is_empty() || l.len() > 63) || q.name_len() - 1 > MAX_NAME {
             return Err(Error::Malformed("name label empty or too long"));
@@ -253,12 +256,6 @@ impl LlmnrRepr {
                 .bytes(&a.rdata);
         }
         Ok(())
-    }
-
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut w = Writer::with_capacity(self.buffer_len());
-        self.emit(&mut w)?;
-        Ok(w.into_inner())
     }
 }
 

@@ -6,12 +6,12 @@
 //! this layer, zero padded to at least [`C_SDU_MIN_LEN`]) and end with the 4-byte APDU status:
 //! CycleCounter (u16), DataStatus (u8), TransferStatus (u8).
 //!
-//! Hot path: [`emit_cyclic`] / [`build_cyclic_frame`] write into a caller-supplied buffer and
+//! Hot path: [`fill_cyclic`] / [`fill_cyclic_frame`] write into a caller-supplied buffer and
 //! [`CyclicFrame`] reads in place; neither allocates.
 
 use crate::wire::ethernet::{self, EthernetRepr};
 use crate::wire::field;
-use crate::wire::{Error, Result};
+use crate::wire::{Emit, Error, Result, Writer};
 
 /// Length of the FrameID field.
 pub const FRAME_ID_LEN: usize = 2;
@@ -272,10 +272,23 @@ impl ApduStatus {
             transfer_status: field::read_u8(b, 3)?,
         })
     }
-    pub fn emit(&self, b: &mut [u8]) -> Result<()> {
+    /// Write the four bytes into the start of `b` (for the view setters, which must not
+    /// allocate; [`Emit`] is the serialisation).
+    fn fill(&self, b: &mut [u8]) -> Result<()> {
         field::write_u16(b, 0, self.cycle_counter)?;
         field::write_u8(b, 2, self.data_status.0)?;
         field::write_u8(b, 3, self.transfer_status)
+    }
+}
+
+impl Emit for ApduStatus {
+    fn buffer_len(&self) -> usize {
+        APDU_STATUS_LEN
+    }
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        let start = w.len();
+        w.zeros(APDU_STATUS_LEN);
+        self.fill(&mut w.buf[start..])
     }
 }
 
@@ -335,7 +348,7 @@ impl<T: AsRef<[u8]>> CyclicFrame<T> {
             return Err(Error::Truncated);
         }
         // No IOCR carries more than 1440 bytes; a longer "C_SDU" is not a cyclic frame, and
-        // `emit_cyclic` could not write it back (the 10-minute fuzz run of the `all` target
+        // `fill_cyclic` could not write it back (the 10-minute fuzz run of the `all` target
         // found the parse/emit asymmetry with a 1483-byte C_SDU).
         if self.status_at - FRAME_ID_LEN > C_SDU_MAX_LEN {
             return Err(Error::Malformed("C_SDU longer than 1440 bytes"));
@@ -387,7 +400,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> CyclicFrame<T> {
     pub fn set_apdu_status(&mut self, s: ApduStatus) {
         let at = self.status_at;
         if let Some(b) = self.buffer.as_mut().get_mut(at..) {
-            let _ = s.emit(b);
+            let _ = s.fill(b);
         }
     }
 }
@@ -402,9 +415,16 @@ pub fn cyclic_payload_len(data_len: usize) -> usize {
     FRAME_ID_LEN + c_sdu_len(data_len) + APDU_STATUS_LEN
 }
 
+/// Write the APDU status into the start of `buf` (the per-cycle stamp of a provider frame
+/// prepared once; real-time view API like [`fill_cyclic`], does not allocate).
+pub fn fill_apdu_status(buf: &mut [u8], status: ApduStatus) -> Result<()> {
+    status.fill(buf)
+}
+
 /// Write a cyclic RT payload (FrameID, `data` zero padded to at least 40 bytes, APDU status)
-/// into the start of `buf`; returns the number of bytes written. Does not allocate.
-pub fn emit_cyclic(buf: &mut [u8], id: FrameId, data: &[u8], status: ApduStatus) -> Result<usize> {
+/// into the start of `buf`; returns the number of bytes written. Does not allocate: this and
+/// [`fill_cyclic_frame`] are the view API of the real-time path, not a second serialisation.
+pub fn fill_cyclic(buf: &mut [u8], id: FrameId, data: &[u8], status: ApduStatus) -> Result<usize> {
     if data.len() > C_SDU_MAX_LEN {
         return Err(Error::Malformed("C_SDU longer than 1440 bytes"));
     }
@@ -415,21 +435,21 @@ pub fn emit_cyclic(buf: &mut [u8], id: FrameId, data: &[u8], status: ApduStatus)
     let sdu = &mut out[FRAME_ID_LEN..FRAME_ID_LEN + c];
     sdu[..data.len()].copy_from_slice(data);
     sdu[data.len()..].fill(0);
-    status.emit(&mut out[FRAME_ID_LEN + c..])?;
+    status.fill(&mut out[FRAME_ID_LEN + c..])?;
     Ok(total)
 }
 
 /// Write a complete cyclic Ethernet frame (header from `eth`, whose EtherType should be
 /// 0x8892) into `buf`; returns the frame length (>= 60, no FCS). Does not allocate.
-pub fn build_cyclic_frame(
+pub fn fill_cyclic_frame(
     buf: &mut [u8],
     eth: &EthernetRepr,
     id: FrameId,
     data: &[u8],
     status: ApduStatus,
 ) -> Result<usize> {
-    let h = eth.emit(buf)?;
-    let n = emit_cyclic(buf.get_mut(h..).ok_or(Error::Truncated)?, id, data, status)?;
+    let h = ethernet::Frame::new_unchecked(&mut *buf).fill_header(eth)?;
+    let n = fill_cyclic(buf.get_mut(h..).ok_or(Error::Truncated)?, id, data, status)?;
     ethernet::pad_in_place(buf, h + n)
 }
 
@@ -496,7 +516,7 @@ mod tests {
             transfer_status: 0,
         };
         let n =
-            build_cyclic_frame(&mut buf, &eth, FrameId(0x8000), &[0x80, 1, 2, 0x80], st).unwrap();
+            fill_cyclic_frame(&mut buf, &eth, FrameId(0x8000), &[0x80, 1, 2, 0x80], st).unwrap();
         assert_eq!(n, 18 + 2 + 40 + 4);
         let (e, id, _) = parse_rt_frame(&buf[..n]).unwrap();
         assert_eq!(e, eth);
@@ -515,10 +535,10 @@ mod tests {
             CyclicFrame::new_checked(&[0u8, 1, 2][..]).err(),
             Some(Error::Truncated)
         );
-        assert!(emit_cyclic(&mut buf[..40], FrameId(0x8000), &[], st).is_err());
+        assert!(fill_cyclic(&mut buf[..40], FrameId(0x8000), &[], st).is_err());
     }
 
-    /// A view accepts exactly the C_SDU lengths `emit_cyclic` can write: 1440 bytes, not 1441
+    /// A view accepts exactly the C_SDU lengths `fill_cyclic` can write: 1440 bytes, not 1441
     /// (fuzz finding of the `all` target, regression input in
     /// protocol/fuzz/regressions/rt_frame).
     #[test]
@@ -529,7 +549,7 @@ mod tests {
             transfer_status: 0,
         };
         let mut out = vec![0u8; cyclic_payload_len(C_SDU_MAX_LEN)];
-        let n = emit_cyclic(&mut out, FrameId(0x8001), &[0x80; C_SDU_MAX_LEN], st).unwrap();
+        let n = fill_cyclic(&mut out, FrameId(0x8001), &[0x80; C_SDU_MAX_LEN], st).unwrap();
         let v = CyclicFrame::new_checked(&out[..n]).unwrap();
         assert_eq!(v.c_sdu().len(), C_SDU_MAX_LEN);
         assert_eq!(v.apdu_status(), st);

@@ -28,7 +28,7 @@
 use crate::wire::field::{self, Writer};
 use crate::wire::pnio::alarm::AlarmPdu;
 use crate::wire::pnio::PnioStatus;
-use crate::wire::{Error, Result};
+use crate::wire::{Emit, Error, Result};
 
 /// FrameID of the high-priority alarm channel.
 pub const FRAME_ID_ALARM_HIGH: u16 = 0xFC01;
@@ -316,7 +316,7 @@ impl RtaRepr {
             src_endpoint,
             send_seq,
             ack_seq,
-            status.to_bytes().to_vec(),
+            status.octets().to_vec(),
         )
     }
 
@@ -341,16 +341,8 @@ impl RtaRepr {
         })
     }
 
-    pub fn buffer_len(&self) -> usize {
-        HEADER_LEN + self.var_part.len()
-    }
-
-    /// Emit into `buf` (at least [`RtaRepr::buffer_len`] bytes); returns the length written.
-    pub fn emit(&self, buf: &mut [u8]) -> Result<usize> {
-        let n = self.buffer_len();
-        let len = u16::try_from(self.var_part.len())
-            .map_err(|_| Error::Malformed("RTA VarPart longer than 65535"))?;
-        let b = buf.get_mut(..n).ok_or(Error::Truncated)?;
+    /// Set every field of `b`, which holds exactly `buffer_len()` bytes.
+    fn fill(&self, b: &mut [u8], len: u16) -> Result<()> {
         field::write_u16(b, field_off::DST, self.dst_endpoint)?;
         field::write_u16(b, field_off::SRC, self.src_endpoint)?;
         b[field_off::PDU_TYPE] = (self.version << 4) | self.pdu_type.nibble();
@@ -359,20 +351,7 @@ impl RtaRepr {
         field::write_u16(b, field_off::ACK_SEQ, self.ack_seq)?;
         field::write_u16(b, field_off::VAR_PART_LEN, len)?;
         b[field_off::VAR_PART..].copy_from_slice(&self.var_part);
-        Ok(n)
-    }
-
-    pub fn emit_to(&self, w: &mut Writer) -> Result<()> {
-        let start = w.len();
-        w.zeros(self.buffer_len());
-        self.emit(&mut w.buf[start..])?;
         Ok(())
-    }
-
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut v = vec![0u8; self.buffer_len()];
-        self.emit(&mut v)?;
-        Ok(v)
     }
 
     /// For an ERR-RTA-PDU: the PNIOStatus at the start of the VarPart.
@@ -386,6 +365,20 @@ impl RtaRepr {
     /// For a DATA-RTA-PDU: the alarm block in the VarPart.
     pub fn alarm(&self) -> Option<Result<AlarmPdu>> {
         (self.pdu_type == RtaPduType::Data).then(|| AlarmPdu::parse(&self.var_part))
+    }
+}
+
+impl Emit for RtaRepr {
+    fn buffer_len(&self) -> usize {
+        HEADER_LEN + self.var_part.len()
+    }
+
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        let len = u16::try_from(self.var_part.len())
+            .map_err(|_| Error::Malformed("RTA VarPart longer than 65535"))?;
+        let start = w.len();
+        w.zeros(self.buffer_len());
+        self.fill(&mut w.buf[start..], len)
     }
 }
 

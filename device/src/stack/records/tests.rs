@@ -47,11 +47,11 @@ fn im0_read_and_unknown_index() {
         other => panic!("{other:?}"),
     }
     let e = r.read(&RecordAddress::new(0, 0, 1, 0xFBFF)).unwrap_err();
-    assert_eq!(e.to_bytes(), [0xDE, 0x80, 0xB0, 0x00]);
+    assert_eq!(e.octets(), [0xDE, 0x80, 0xB0, 0x00]);
     let e = r
         .read(&RecordAddress::new(0, 9, 1, index::IM0))
         .unwrap_err();
-    assert_eq!(e.to_bytes(), [0xDE, 0x80, 0xB2, 0x00]);
+    assert_eq!(e.octets(), [0xDE, 0x80, 0xB2, 0x00]);
 }
 
 #[test]
@@ -87,7 +87,7 @@ fn im1_write_emits_event() {
     let e = r
         .write(&RecordAddress::new(0, 0, 1, index::IM2), &rec, |_| Ok(()))
         .unwrap_err();
-    assert_eq!(e.to_bytes()[..3], [0xDF, 0x80, 0xB9]);
+    assert_eq!(e.octets()[..3], [0xDF, 0x80, 0xB9]);
     // One byte more than the I&M1 block (60): a write length error, nothing stored.
     let mut long = ImRecord::Im1(Im1 {
         tag_function: "VALVE".into(),
@@ -98,7 +98,7 @@ fn im1_write_emits_event() {
     long.push(b' ');
     assert_eq!(long.len(), 61);
     let e = r.write(&a, &long, |_| Ok(())).unwrap_err();
-    assert_eq!(e.to_bytes()[..3], [0xDF, 0x80, 0xB1]);
+    assert_eq!(e.octets()[..3], [0xDF, 0x80, 0xB1]);
     assert_eq!(r.im.tag_function.trim_end(), "PUMP");
 }
 
@@ -124,7 +124,7 @@ fn failed_commit_is_a_write_error_and_changes_nothing() {
             Err("disk full".into())
         })
         .unwrap_err();
-    assert_eq!(e.to_bytes(), [0xDF, 0x80, 0xA1, 0x00]);
+    assert_eq!(e.octets(), [0xDF, 0x80, 0xA1, 0x00]);
     assert!(matches!(
         seen.as_slice(),
         [StackEvent::RecordWritten { index: 0xAFF1, .. }]
@@ -136,7 +136,7 @@ fn failed_commit_is_a_write_error_and_changes_nothing() {
     let e = r
         .write(&u, &[1, 2, 3], |_| Err("read-only".into()))
         .unwrap_err();
-    assert_eq!(e.to_bytes(), [0xDF, 0x80, 0xA1, 0x00]);
+    assert_eq!(e.octets(), [0xDF, 0x80, 0xA1, 0x00]);
     assert!(r.read(&u).is_err());
     // Invalid requests are refused before anything is committed.
     let e = r
@@ -144,7 +144,7 @@ fn failed_commit_is_a_write_error_and_changes_nothing() {
             panic!("an invalid write must not be committed")
         })
         .unwrap_err();
-    assert_eq!(e.to_bytes()[..3], [0xDF, 0x80, 0xB9]);
+    assert_eq!(e.octets()[..3], [0xDF, 0x80, 0xB9]);
 }
 
 /// The DAP with an interface and two ports, as the shipped configurations have.
@@ -251,7 +251,7 @@ fn pdev_real_data_describes_the_interface_and_its_ports() {
     let e = r
         .read(&RecordAddress::new(0, 0, 1, index::SUB_PD_PORT_STATISTIC))
         .unwrap_err();
-    assert_eq!(e.to_bytes(), [0xDE, 0x80, 0xB0, 0x00]);
+    assert_eq!(e.octets(), [0xDE, 0x80, 0xB0, 0x00]);
 
     // PDRealData: the interface, then each port, each with its statistics in a
     // MultipleBlockHeader.
@@ -291,7 +291,7 @@ fn pdev_real_data_describes_the_interface_and_its_ports() {
             index::SUB_PD_PORT_STATISTIC,
         ))
         .unwrap_err();
-    assert_eq!(e.to_bytes(), [0xDE, 0x80, 0xA0, 0x00]);
+    assert_eq!(e.octets(), [0xDE, 0x80, 0xA0, 0x00]);
     let d = r
         .read(&RecordAddress::new(0, 0, 0, index::PD_REAL_DATA))
         .unwrap();
@@ -308,7 +308,7 @@ fn pdev_records_on_the_wrong_submodule_and_written_parameters() {
         RecordAddress::new(0, 0, 1, index::SUB_PD_PORT_DATA_REAL),
     ] {
         assert_eq!(
-            r.read(&a).unwrap_err().to_bytes(),
+            r.read(&a).unwrap_err().octets(),
             [0xDE, 0x80, 0xB0, 0x00],
             "{a:?}"
         );
@@ -322,7 +322,7 @@ fn pdev_records_on_the_wrong_submodule_and_written_parameters() {
             index::SUB_PD_PORT_DATA_REAL,
         ))
         .unwrap_err();
-    assert_eq!(e.to_bytes(), [0xDE, 0x80, 0xB2, 0x00]);
+    assert_eq!(e.octets(), [0xDE, 0x80, 0xB2, 0x00]);
     // A PDev parameter record the controller wrote reads back as written (this run).
     let a = RecordAddress::new(0, 0, 0x8001, index::SUB_PD_PORT_DATA_CHECK);
     assert!(r.read(&a).is_err());
@@ -343,7 +343,7 @@ fn pdev_records_on_the_wrong_submodule_and_written_parameters() {
     ] {
         let a = RecordAddress::new(0, 0, subslot, idx);
         let e = r.write(&a, &data, |_| panic!("not stored")).unwrap_err();
-        assert_eq!(e.to_bytes()[..3], [0xDF, 0x80, 0xB6], "{a:?}");
+        assert_eq!(e.octets()[..3], [0xDF, 0x80, 0xB6], "{a:?}");
         assert!(r.read(&a).is_err(), "{a:?}");
     }
 }

@@ -25,6 +25,7 @@ pub mod server;
 #[cfg(test)]
 mod tests;
 
+use crate::wire::Emit;
 use std::collections::VecDeque;
 use std::net::SocketAddrV4;
 

@@ -284,6 +284,7 @@ mod tests {
     use super::*;
     use crate::machine::cmdev::connect::parse_connect;
     use crate::wire::pnio::block::blocks;
+    use crate::wire::Emit;
 
     pub(crate) fn ids(startup: Startup) -> ArIds {
         ArIds {
@@ -305,7 +306,7 @@ mod tests {
         };
         connect_request(&m, &m.layout(), &ids(startup), &t)
             .unwrap()
-            .emit()
+            .to_bytes()
             .unwrap()
     }
 

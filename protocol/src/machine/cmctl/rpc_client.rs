@@ -8,6 +8,7 @@
 //! Nocall packets mean the server is alive but do not extend the deadline: a device that keeps
 //! working forever must still not hang the caller.
 
+use crate::wire::Emit;
 use std::collections::VecDeque;
 use std::net::SocketAddrV4;
 
@@ -166,13 +167,14 @@ impl RpcClient {
         );
         let enc = |e: crate::wire::Error| CallError::Protocol(format!("encode request: {e}"));
         let body = PnioRequest::new(args_max, ndr_data)
-            .emit(drep)
+            .ndr(drep)
+            .to_bytes()
             .map_err(enc)?;
         let packets = rpc::fragment(&header, &body, self.cfg.max_fragment_body, false)
             .map_err(|e| CallError::Protocol(format!("fragment request: {e}")))?;
         let wire: Vec<Vec<u8>> = packets
             .iter()
-            .map(|p| p.emit())
+            .map(|p| p.to_bytes())
             .collect::<Result<_, _>>()
             .map_err(enc)?;
         self.next_seq = self.next_seq.wrapping_add(1);
@@ -203,7 +205,7 @@ impl RpcClient {
         let result = match p.header.packet_type {
             PacketType::Response => match self.reasm.receive(now, p) {
                 Ok(r) => {
-                    if let Some(f) = r.fack.and_then(|f| f.emit().ok()) {
+                    if let Some(f) = r.fack.and_then(|f| f.to_bytes().ok()) {
                         self.tx.push_back(f);
                     }
                     let m = r.message?;

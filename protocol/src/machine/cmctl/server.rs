@@ -11,6 +11,7 @@ use crate::wire::pnio::block::blocks;
 use crate::wire::pnio::control::{self, ControlBlock};
 use crate::wire::pnio::PnioStatus;
 use crate::wire::rpc::{self, PacketType, PnioRequest, PnioResponse, RpcHeader, RpcPacket, Uuid};
+use crate::wire::Emit;
 
 /// Where a datagram arriving at the controller belongs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,8 +59,10 @@ pub(crate) fn refusal(p: &RpcPacket) -> Option<Vec<u8>> {
     let body = rpc::FaultBody {
         status: rpc::reject_status::NCA_OP_RNG_ERROR,
     }
-    .emit(h.drep);
-    RpcPacket::new(rh, body).emit().ok()
+    .ndr(h.drep)
+    .to_bytes()
+    .ok()?;
+    RpcPacket::new(rh, body).to_bytes().ok()
 }
 
 /// The ApplicationReady request in `p` (a Control call whose first block is an IOXBlockReq
@@ -92,8 +95,8 @@ pub(crate) fn answer_application_ready(
     let resp = PnioResponse::to_request(req, status, data);
     let mut rh = RpcHeader::response_to(&p.header);
     rh.server_boot = 0;
-    let body = resp.emit(p.header.drep).ok()?;
-    RpcPacket::new(rh, body).emit().ok()
+    let body = resp.ndr(p.header.drep).to_bytes().ok()?;
+    RpcPacket::new(rh, body).to_bytes().ok()
 }
 
 /// A negative Control answer: ErrorCode CONTROL, ErrorDecode PNIO, ErrorCode1 CMRPC and

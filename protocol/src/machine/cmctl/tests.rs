@@ -29,7 +29,7 @@ fn config(parameters: Vec<(RecordAddress, Vec<u8>)>) -> CmctlConfig {
         object: Uuid::pnio_object(1, 0x0002, 0x0493),
         activity: Uuid([0xAC; 16]),
         device_mac: MacAddr::ZERO,
-        connect_request: req.emit().unwrap(),
+        connect_request: req.to_bytes().unwrap(),
         parameters,
         first_record_seq: 1,
         rpc: RpcClientConfig::default(),
@@ -63,9 +63,9 @@ fn answer(p: &RpcPacket, req: &PnioRequest, status: PnioStatus, data: Vec<u8>) -
     let resp = PnioResponse::to_request(req, status, data);
     RpcPacket::new(
         RpcHeader::response_to(&p.header),
-        resp.emit(p.header.drep).unwrap(),
+        resp.ndr(p.header.drep).to_bytes().unwrap(),
     )
-    .emit()
+    .to_bytes()
     .unwrap()
 }
 
@@ -85,9 +85,10 @@ fn app_ready(seq: u32) -> Vec<u8> {
         rpc::opnum::CONTROL,
     );
     let body = PnioRequest::new(256, w.into_inner())
-        .emit(Drep::LITTLE_ENDIAN)
+        .ndr(Drep::LITTLE_ENDIAN)
+        .to_bytes()
         .unwrap();
-    RpcPacket::new(h, body).emit().unwrap()
+    RpcPacket::new(h, body).to_bytes().unwrap()
 }
 
 /// The status and first block type of the machine's answer to an ApplicationReady.
@@ -122,7 +123,7 @@ fn control_type(req: &PnioRequest) -> u16 {
 fn up_to_prm_end(m: &mut Cmctl, now: Instant) -> (RpcPacket, PnioRequest) {
     let (p, r) = one_request(m);
     let creq = ConnectRequest::parse(&r.data).unwrap();
-    let cres = sample_connect_response(&creq).emit().unwrap();
+    let cres = sample_connect_response(&creq).to_bytes().unwrap();
     m.handle_datagram(now, DEV_SERVER, &answer(&p, &r, PnioStatus::OK, cres));
     let (p, r) = one_request(m);
     assert_eq!(p.header.opnum, rpc::opnum::WRITE);
@@ -151,7 +152,7 @@ fn happy_path_connect_write_prm_end_application_ready() {
     assert_eq!(r.args_maximum, 4096);
     assert_eq!(r.data, config(vec![]).connect_request);
     let creq = ConnectRequest::parse(&r.data).unwrap();
-    let cres = sample_connect_response(&creq).emit().unwrap();
+    let cres = sample_connect_response(&creq).to_bytes().unwrap();
     let t1 = T0 + ms(3);
     m.handle_datagram(t1, DEV_SERVER, &answer(&p, &r, PnioStatus::OK, cres));
     let ev = events(&mut m);
@@ -234,7 +235,7 @@ fn application_ready_may_overtake_the_prm_end_response() {
     let mut m = Cmctl::new(config(vec![]), T0);
     let (p, r) = one_request(&mut m);
     let creq = ConnectRequest::parse(&r.data).unwrap();
-    let cres = sample_connect_response(&creq).emit().unwrap();
+    let cres = sample_connect_response(&creq).to_bytes().unwrap();
     m.handle_datagram(T0, DEV_SERVER, &answer(&p, &r, PnioStatus::OK, cres));
     // No parameters: straight from the Connect response to PrmEnd (call 1).
     let (p, r) = one_request(&mut m);
@@ -262,7 +263,7 @@ fn application_ready_before_prm_end_is_a_state_conflict() {
     m.handle_datagram(T0, DEV_CLIENT, &app_ready(0));
     let _connect = m.poll_transmit().unwrap();
     let (st, bt) = app_ready_answer(&mut m);
-    assert_eq!(st.to_bytes(), [0xDD, 0x81, 0x40, 0x06]);
+    assert_eq!(st.octets(), [0xDD, 0x81, 0x40, 0x06]);
     assert_eq!(bt, None);
     assert!(events(&mut m).is_empty());
 }
@@ -306,7 +307,7 @@ fn a_retransmitted_connect_still_completes() {
     m.handle_timeout(T0 + ms(1000));
     let (p, r) = one_request(&mut m);
     let creq = ConnectRequest::parse(&r.data).unwrap();
-    let cres = sample_connect_response(&creq).emit().unwrap();
+    let cres = sample_connect_response(&creq).to_bytes().unwrap();
     m.handle_datagram(
         T0 + ms(1001),
         DEV_SERVER,
@@ -354,7 +355,7 @@ fn a_refused_parameter_write_or_prm_end_fails_the_ar() {
     let mut m = Cmctl::new(config(two_parameters()), T0);
     let (p, r) = one_request(&mut m);
     let creq = ConnectRequest::parse(&r.data).unwrap();
-    let cres = sample_connect_response(&creq).emit().unwrap();
+    let cres = sample_connect_response(&creq).to_bytes().unwrap();
     m.handle_datagram(T0, DEV_SERVER, &answer(&p, &r, PnioStatus::OK, cres));
     let (p, r) = one_request(&mut m);
     let wreq = WriteRequest::parse(&r.data).unwrap();
@@ -407,7 +408,7 @@ fn no_application_ready_in_time_fails() {
     // A late ApplicationReady meets an ended AR.
     m.handle_datagram(T0 + ms(10_001), DEV_CLIENT, &app_ready(0));
     assert_eq!(
-        app_ready_answer(&mut m).0.to_bytes(),
+        app_ready_answer(&mut m).0.octets(),
         [0xDD, 0x81, 0x40, 0x05]
     );
     assert!(events(&mut m).is_empty());
@@ -497,7 +498,7 @@ fn release_is_confirmed_and_closes_the_machine() {
     // The device's ApplicationReady for the ended AR: AR unknown.
     m.handle_datagram(T0, DEV_CLIENT, &app_ready(1));
     assert_eq!(
-        app_ready_answer(&mut m).0.to_bytes(),
+        app_ready_answer(&mut m).0.octets(),
         [0xDD, 0x81, 0x40, 0x05]
     );
 }
@@ -557,7 +558,7 @@ fn the_server_routes_and_refuses() {
     // A Read to the controller: Reject with nca_s_op_rng_error.
     let mut p = RpcPacket::parse(&app_ready(0)).unwrap();
     p.header.opnum = rpc::opnum::READ;
-    let server::Inbound::Refuse(bytes) = server::classify(&p.emit().unwrap()) else {
+    let server::Inbound::Refuse(bytes) = server::classify(&p.to_bytes().unwrap()) else {
         panic!("a Read must be refused")
     };
     let r = RpcPacket::parse(&bytes).unwrap();
@@ -572,7 +573,7 @@ fn the_server_routes_and_refuses() {
     let mut q = RpcPacket::parse(&app_ready(0)).unwrap();
     q.header.packet_type = PacketType::Response;
     assert_eq!(
-        server::classify(&q.emit().unwrap()),
+        server::classify(&q.to_bytes().unwrap()),
         server::Inbound::Call {
             activity: Uuid([0xDE; 16])
         }
@@ -581,7 +582,7 @@ fn the_server_routes_and_refuses() {
     let refused = server::refuse_unknown_ar(&app_ready(0)).unwrap();
     let r = RpcPacket::parse(&refused).unwrap();
     let resp = PnioResponse::parse(&r.body, r.header.drep).unwrap();
-    assert_eq!(resp.status.to_bytes(), [0xDD, 0x81, 0x40, 0x05]);
+    assert_eq!(resp.status.octets(), [0xDD, 0x81, 0x40, 0x05]);
     assert!(resp.data.is_empty());
 }
 
@@ -597,14 +598,15 @@ fn a_fragmented_response_is_put_together_and_acknowledged() {
         .to_bytes()
         .unwrap();
     let body = PnioResponse::to_request(&r, PnioStatus::OK, rres)
-        .emit(p.header.drep)
+        .ndr(p.header.drep)
+        .to_bytes()
         .unwrap();
     // The device asks for a FACK per fragment; the last fragment arrives first.
     let mut frags = rpc::fragment(&RpcHeader::response_to(&p.header), &body, 256, true).unwrap();
     assert!(frags.len() >= 3);
     frags.rotate_right(1);
     for (i, f) in frags.iter().enumerate() {
-        m.handle_datagram(T0, DEV_SERVER, &f.emit().unwrap());
+        m.handle_datagram(T0, DEV_SERVER, &f.to_bytes().unwrap());
         // Every fragment but the last asks for a FACK.
         if f.header.wants_fack() {
             let d = m.poll_transmit().expect("a FACK");
@@ -713,7 +715,7 @@ fn big_endian_requests_when_configured() {
     );
     // The big-endian answer is understood: PrmEnd follows, big-endian too.
     let creq = ConnectRequest::parse(&r.data).unwrap();
-    let cres = sample_connect_response(&creq).emit().unwrap();
+    let cres = sample_connect_response(&creq).to_bytes().unwrap();
     m.handle_datagram(T0, DEV_SERVER, &answer(&p, &r, PnioStatus::OK, cres));
     assert!(matches!(events(&mut m)[0], CmctlEvent::Connected(_)));
     let (p, r) = one_request(&mut m);

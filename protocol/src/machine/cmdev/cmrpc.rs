@@ -8,6 +8,7 @@
 //! the cache, REJECTs with their NCA status, and fragmenting the reply to fit the MTU.
 //! Replies to the device's own client calls (ApplicationReady) are handed up unchanged.
 
+use crate::wire::Emit;
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 
@@ -173,7 +174,7 @@ impl RpcServer {
     }
 
     fn push(&mut self, p: RpcPacket, to: SocketAddr) {
-        if let Ok(bytes) = p.emit() {
+        if let Ok(bytes) = p.to_bytes() {
             self.out.push_back(Datagram { to, bytes });
         }
     }
@@ -186,7 +187,7 @@ impl RpcServer {
         let Ok(frags) = rpc::fragment(&rh, body, MAX_FRAGMENT_BODY, false) else {
             return;
         };
-        let packets: Vec<Vec<u8>> = frags.iter().filter_map(|p| p.emit().ok()).collect();
+        let packets: Vec<Vec<u8>> = frags.iter().filter_map(|p| p.to_bytes().ok()).collect();
         self.out.extend(packets.iter().map(|p| Datagram {
             to,
             bytes: p.clone(),
@@ -217,10 +218,12 @@ impl RpcServer {
     pub fn reject(&mut self, h: &RpcHeader, code: u32, to: SocketAddr) {
         let mut rh = RpcHeader::reply_to(h, PacketType::Reject);
         rh.server_boot = self.boot;
-        self.push(
-            RpcPacket::new(rh, FaultBody { status: code }.emit(h.drep)),
-            to,
-        );
+        // A fault body is four bytes in any DREP: it always emits.
+        let body = FaultBody { status: code }
+            .ndr(h.drep)
+            .to_bytes()
+            .unwrap_or_default();
+        self.push(RpcPacket::new(rh, body), to);
     }
 
     /// Send a packet of our own (a client call).

@@ -18,6 +18,7 @@
 //! machine cannot know (the process image layout, the record store) comes through
 //! [`CmdevApp`].
 
+use crate::wire::Emit;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
@@ -367,7 +368,7 @@ impl<P> Cmdev<P> {
             args_maximum: req.args_maximum,
             data,
         };
-        if let Ok(body) = resp.emit(h.drep) {
+        if let Ok(body) = resp.ndr(h.drep).to_bytes() {
             self.rpc.respond(&h, &body, from);
         }
         // After the PrmEnd response: the device's ApplicationReady call.
@@ -403,7 +404,10 @@ impl<P> Cmdev<P> {
         if ctl.emit(&mut w).is_err() {
             return;
         }
-        let Ok(body) = PnioRequest::new(256, w.into_inner()).emit(ar.drep) else {
+        let Ok(body) = PnioRequest::new(256, w.into_inner())
+            .ndr(ar.drep)
+            .to_bytes()
+        else {
             return;
         };
         let h = RpcHeader::request(
@@ -414,7 +418,7 @@ impl<P> Cmdev<P> {
             0,
             opnum::CONTROL,
         );
-        let Ok(packet) = RpcPacket::new(h, body).emit() else {
+        let Ok(packet) = RpcPacket::new(h, body).to_bytes() else {
             return;
         };
         ar.app_ready = Some(ClientCall {

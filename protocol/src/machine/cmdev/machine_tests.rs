@@ -82,9 +82,10 @@ impl Rig {
             opnum,
         );
         let body = PnioRequest::new(4096, data)
-            .emit(Drep::LITTLE_ENDIAN)
+            .ndr(Drep::LITTLE_ENDIAN)
+            .to_bytes()
             .unwrap();
-        RpcPacket::new(h, body).emit().unwrap()
+        RpcPacket::new(h, body).to_bytes().unwrap()
     }
 
     /// Send a call, return the device's PNIO answer to it.
@@ -105,7 +106,7 @@ impl Rig {
     }
 
     fn connect(&mut self) -> PnioResponse {
-        let data = self.req.emit().unwrap();
+        let data = self.req.to_bytes().unwrap();
         self.call(opnum::CONNECT, data)
     }
 
@@ -140,10 +141,11 @@ impl Rig {
             args_maximum: 0,
             data: w.into_inner(),
         }
-        .emit(call.header.drep)
+        .ndr(call.header.drep)
+        .to_bytes()
         .unwrap();
         let p = RpcPacket::new(RpcHeader::response_to(&call.header), body)
-            .emit()
+            .to_bytes()
             .unwrap();
         let from = SocketAddr::new(self.plc.ip(), PNIO_CM_PORT);
         assert!(self.m.handle_datagram(self.now, from, &p, &mut self.app));
@@ -210,7 +212,7 @@ fn the_connect_response_carries_the_frame_ids_of_the_plan() {
 #[test]
 fn a_retransmitted_connect_gets_the_cached_answer_and_is_not_run_twice() {
     let mut r = Rig::new();
-    let data = r.req.emit().unwrap();
+    let data = r.req.to_bytes().unwrap();
     let d = r.datagram(opnum::CONNECT, data, [1; 16]);
     let first = r.call_bytes(&d);
     let again = r.call_bytes(&d);
@@ -226,14 +228,14 @@ fn a_retransmitted_connect_gets_the_cached_answer_and_is_not_run_twice() {
 #[test]
 fn a_late_copy_of_an_answered_connect_after_the_ack_does_not_run_again() {
     let mut r = Rig::new();
-    let data = r.req.emit().unwrap();
+    let data = r.req.to_bytes().unwrap();
     let d = r.datagram(opnum::CONNECT, data, [1; 16]);
     assert!(r.call_bytes(&d).status.is_ok());
     // The controller acknowledges the response: the reply is freed.
     let mut ack = RpcPacket::parse(&d).unwrap();
     ack.header.packet_type = PacketType::Ack;
     ack.body.clear();
-    let ack = ack.emit().unwrap();
+    let ack = ack.to_bytes().unwrap();
     assert!(r.m.handle_datagram(r.now, r.plc, &ack, &mut r.app));
     // A copy of the Connect the network delayed arrives: no second Connect, no re-run abort.
     assert!(r.m.handle_datagram(r.now, r.plc, &d, &mut r.app));

@@ -331,7 +331,7 @@ fn provider_template(
         data_status: DataStatus::RUNNING,
         transfer_status: 0,
     };
-    let n = rt::build_cyclic_frame(&mut frame, &eth, FrameId(frame_id), &sdu, st)
+    let n = rt::fill_cyclic_frame(&mut frame, &eth, FrameId(frame_id), &sdu, st)
         .map_err(|_| connect_error(err1::IOCR_BLOCK, iocr_field::DATA_LENGTH))?;
     frame.truncate(n);
     let step = cycle_step(ic);

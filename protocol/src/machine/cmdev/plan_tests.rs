@@ -188,22 +188,22 @@ fn wrong_submodule_gives_module_diff_and_bad_ioxs() {
 fn faulty_requests_are_refused_with_pnio_status() {
     let mut r = request(1);
     r.iocrs[0].data_length = 20;
-    assert_eq!(plan(&r).unwrap_err().to_bytes(), [0xDB, 0x81, 0x02, 8]);
+    assert_eq!(plan(&r).unwrap_err().octets(), [0xDB, 0x81, 0x02, 8]);
     let mut r = request(1);
     r.iocrs[0].apis[0].io_data_objects[3].frame_offset = 39;
-    assert_eq!(plan(&r).unwrap_err().to_bytes()[..3], [0xDB, 0x81, 0x02]);
+    assert_eq!(plan(&r).unwrap_err().octets()[..3], [0xDB, 0x81, 0x02]);
     let mut r = request(1);
     r.iocrs[1].reduction_ratio = 3;
-    assert_eq!(plan(&r).unwrap_err().to_bytes(), [0xDB, 0x81, 0x02, 11]);
+    assert_eq!(plan(&r).unwrap_err().octets(), [0xDB, 0x81, 0x02, 11]);
     let mut r = request(1);
     r.alarm_cr = None;
-    assert_eq!(plan(&r).unwrap_err().to_bytes(), [0xDB, 0x81, 0x40, 0x03]);
+    assert_eq!(plan(&r).unwrap_err().octets(), [0xDB, 0x81, 0x40, 0x03]);
     let mut r = request(1);
     r.iocrs.pop();
-    assert_eq!(plan(&r).unwrap_err().to_bytes(), [0xDB, 0x81, 0x40, 0x02]);
+    assert_eq!(plan(&r).unwrap_err().octets(), [0xDB, 0x81, 0x40, 0x02]);
     let mut r = request(1);
     r.iocrs[0].properties = IocrProperties(IocrProperties::RT_CLASS_3);
-    assert_eq!(plan(&r).unwrap_err().to_bytes(), [0xDB, 0x81, 0x02, 7]);
+    assert_eq!(plan(&r).unwrap_err().octets(), [0xDB, 0x81, 0x02, 7]);
 }
 
 #[test]

@@ -4,6 +4,7 @@
 use super::{option, suboption, ServiceId, ServiceType};
 use crate::wire::ethernet::MacAddr;
 use crate::wire::field::Writer;
+use crate::wire::{Emit, Result};
 use core::fmt;
 use std::net::Ipv4Addr;
 
@@ -214,7 +215,7 @@ impl DcpValue {
     }
 
     /// Write the data bytes (after the prefix).
-    pub fn encode(&self, w: &mut Writer) {
+    fn encode(&self, w: &mut Writer) {
         match self {
             DcpValue::MacAddress(m) => {
                 w.bytes(&m.0);
@@ -306,6 +307,19 @@ impl DcpValue {
             DcpValue::Response { .. } => 3,
             DcpValue::Other { data, .. } => data.len(),
         }
+    }
+}
+
+/// The data bytes of a block (after the prefix; the block header and prefix depend on the
+/// service, so [`super::DcpRepr`] writes those).
+impl Emit for DcpValue {
+    fn buffer_len(&self) -> usize {
+        self.data_len()
+    }
+
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        self.encode(w);
+        Ok(())
     }
 }
 

@@ -5,7 +5,7 @@ use super::{has_prefix, DcpBlock, DcpValue, ServiceId, ServiceType, HEADER_LEN};
 use crate::wire::ethernet::{self, EthernetRepr, MacAddr};
 use crate::wire::field::{Reader, Writer};
 use crate::wire::rt::{self, FrameId};
-use crate::wire::{Error, Result};
+use crate::wire::{Emit, Error, Result};
 
 /// A DCP PDU (header and blocks).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -111,23 +111,34 @@ impl DcpRepr {
             })
             .fold(0usize, |a, n| a.saturating_add(n))
     }
+}
 
-    /// Length of the PDU (header and blocks).
-    pub fn buffer_len(&self) -> usize {
+/// The PDU (header and blocks, without FrameID). Fails when a block or the whole data area
+/// does not fit its 16-bit length field.
+impl Emit for DcpRepr {
+    fn buffer_len(&self) -> usize {
         HEADER_LEN.saturating_add(self.data_len())
     }
 
-    /// Emit the PDU (header and blocks, without FrameID). Fails when a block or the whole data
-    /// area does not fit its 16-bit length field.
-    pub fn emit(&self) -> Result<Vec<u8>> {
+    fn emit(&self, w: &mut Writer) -> Result<()> {
         let data_len = u16::try_from(self.data_len())
             .map_err(|_| Error::Malformed("DCPDataLength exceeds 65535"))?;
-        let mut w = Writer::with_capacity(self.buffer_len());
+        let start = w.len();
         w.u8(self.service_id as u8)
             .u8(self.service_type as u8)
             .u32(self.xid)
             .u16(self.response_delay)
             .u16(data_len);
+        let blocks = self.emit_blocks(w);
+        if blocks.is_err() {
+            w.truncate(start);
+        }
+        blocks
+    }
+}
+
+impl DcpRepr {
+    fn emit_blocks(&self, w: &mut Writer) -> Result<()> {
         for b in &self.blocks {
             let (opt, sub) = b.option_suboption();
             w.u8(opt).u8(sub);
@@ -142,12 +153,12 @@ impl DcpRepr {
             if prefixed {
                 w.u16(b.prefix);
             }
-            b.value.encode(&mut w);
+            b.value.emit(w)?;
             if l % 2 == 1 {
                 w.u8(0);
             }
         }
-        Ok(w.into_inner())
+        Ok(())
     }
 
     /// The FrameID this PDU travels with.
@@ -160,16 +171,8 @@ impl DcpRepr {
         }
     }
 
-    /// RT payload: FrameID followed by the PDU.
-    pub fn emit_rt_payload(&self) -> Result<Vec<u8>> {
-        let pdu = self.emit()?;
-        let mut v = Vec::with_capacity(pdu.len() + 2);
-        v.extend_from_slice(&self.frame_id().0.to_be_bytes());
-        v.extend_from_slice(&pdu);
-        Ok(v)
-    }
-
-    /// A complete Ethernet frame (EtherType forced to 0x8892), padded to 60 bytes.
+    /// A complete Ethernet frame (EtherType forced to 0x8892): header, FrameID, PDU, padded
+    /// to 60 bytes.
     pub fn build_frame(
         &self,
         dst: MacAddr,
@@ -182,7 +185,13 @@ impl DcpRepr {
             vlan,
             ethertype: ethernet::ethertype::PROFINET,
         };
-        Ok(eth.build(&self.emit_rt_payload()?))
+        let len = eth.buffer_len() + rt::FRAME_ID_LEN + self.buffer_len();
+        let mut w = Writer::with_capacity(ethernet::padded_len(len));
+        eth.emit(&mut w)?;
+        w.u16(self.frame_id().0);
+        self.emit(&mut w)?;
+        ethernet::pad_to_min(&mut w.buf);
+        Ok(w.into_inner())
     }
 
     /// First block with this (option, suboption).

@@ -1,5 +1,6 @@
 use super::*;
 use crate::wire::rt::FrameId;
+use crate::wire::Emit;
 use crate::wire::Error;
 
 fn hex(s: &str) -> Vec<u8> {
@@ -24,7 +25,7 @@ fn set_response_pnet_round_trip() {
             error: BlockError::OK
         })]
     );
-    assert_eq!(r.emit().unwrap(), pdu);
+    assert_eq!(r.to_bytes().unwrap(), pdu);
     assert_eq!(
         r,
         DcpRepr::set_response(0x0300012d, &[(1, 2, BlockError::OK)])
@@ -35,7 +36,7 @@ fn set_response_pnet_round_trip() {
 fn ident_request_by_name() {
     let name = NameOfStation::new("et200sp").unwrap();
     let r = DcpRepr::identify_request_by_name(0x01140013, &name, 1);
-    let pdu = r.emit().unwrap();
+    let pdu = r.to_bytes().unwrap();
     assert_eq!(
         pdu,
         hex("05 00 01 14 00 13 00 01 00 0c 02 02 00 07 65 74 32 30 30 73 70 00")
@@ -51,7 +52,7 @@ fn ident_request_by_name() {
 #[test]
 fn get_request_selectors() {
     let r = DcpRepr::get_request(7, &[(1, 2), (2, 2)]);
-    let pdu = r.emit().unwrap();
+    let pdu = r.to_bytes().unwrap();
     assert_eq!(pdu, hex("03 00 00 00 00 07 00 00 00 04 01 02 02 02"));
     assert_eq!(DcpRepr::parse(&pdu).unwrap(), r);
 }

@@ -19,10 +19,10 @@
 //! Fuzz entry point: [`AlarmPdu::parse`].
 
 use crate::wire::field::{Reader, Writer};
-use crate::wire::pnio::block::{emit_block, BlockView};
+use crate::wire::pnio::block::{BlockBody, BlockView};
 use crate::wire::pnio::diagnosis::UserStructure;
 use crate::wire::pnio::PnioStatus;
-use crate::wire::{Error, Result};
+use crate::wire::{Emit, Error, Result};
 
 pub mod block_type {
     pub const ALARM_NOTIFICATION_HIGH: u16 = 0x0001;
@@ -166,25 +166,6 @@ impl AlarmNotificationRepr {
         })
     }
 
-    pub fn buffer_len(&self) -> usize {
-        6 + 20 + self.item.as_ref().map_or(0, |i| 2 + i.data_len())
-    }
-
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
-        emit_block(w, self.priority.notification_block_type(), (1, 0), |w| {
-            w.u16(self.alarm_type)
-                .u32(self.api)
-                .u16(self.slot)
-                .u16(self.subslot)
-                .u32(self.module_ident)
-                .u32(self.submodule_ident)
-                .u16(self.specifier.0);
-            if let Some(i) = &self.item {
-                i.emit(w);
-            }
-        })
-    }
-
     /// The AlarmAck answering this notification with `status` (OK for a positive ack).
     pub fn ack(&self, status: PnioStatus) -> AlarmAckRepr {
         AlarmAckRepr {
@@ -229,21 +210,6 @@ impl AlarmAckRepr {
             return Err(Error::Malformed("bytes after AlarmAck"));
         }
         Ok(a)
-    }
-
-    pub fn buffer_len(&self) -> usize {
-        6 + Self::BODY_LEN
-    }
-
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
-        emit_block(w, self.priority.ack_block_type(), (1, 0), |w| {
-            w.u16(self.alarm_type)
-                .u32(self.api)
-                .u16(self.slot)
-                .u16(self.subslot)
-                .u16(self.specifier.0)
-                .bytes(&self.status.to_bytes());
-        })
     }
 
     /// True when this acknowledges `n` (same priority, type, address and sequence number).
@@ -298,25 +264,66 @@ impl AlarmPdu {
             AlarmPdu::Ack(a) => a.priority,
         }
     }
+}
 
-    pub fn buffer_len(&self) -> usize {
+impl BlockBody for AlarmNotificationRepr {
+    fn block_type(&self) -> u16 {
+        self.priority.notification_block_type()
+    }
+    fn block_version(&self) -> (u8, u8) {
+        (1, 0)
+    }
+    fn body_len(&self) -> usize {
+        20 + self.item.as_ref().map_or(0, Emit::buffer_len)
+    }
+    fn emit_body(&self, w: &mut Writer) -> Result<()> {
+        w.u16(self.alarm_type)
+            .u32(self.api)
+            .u16(self.slot)
+            .u16(self.subslot)
+            .u32(self.module_ident)
+            .u32(self.submodule_ident)
+            .u16(self.specifier.0);
+        match &self.item {
+            Some(i) => i.emit(w),
+            None => Ok(()),
+        }
+    }
+}
+
+impl BlockBody for AlarmAckRepr {
+    fn block_type(&self) -> u16 {
+        self.priority.ack_block_type()
+    }
+    fn block_version(&self) -> (u8, u8) {
+        (1, 0)
+    }
+    fn body_len(&self) -> usize {
+        Self::BODY_LEN
+    }
+    fn emit_body(&self, w: &mut Writer) -> Result<()> {
+        w.u16(self.alarm_type)
+            .u32(self.api)
+            .u16(self.slot)
+            .u16(self.subslot)
+            .u16(self.specifier.0);
+        self.status.emit(w)
+    }
+}
+
+impl Emit for AlarmPdu {
+    fn buffer_len(&self) -> usize {
         match self {
             AlarmPdu::Notification(n) => n.buffer_len(),
             AlarmPdu::Ack(a) => a.buffer_len(),
         }
     }
 
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
+    fn emit(&self, w: &mut Writer) -> Result<()> {
         match self {
             AlarmPdu::Notification(n) => n.emit(w),
             AlarmPdu::Ack(a) => a.emit(w),
         }
-    }
-
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut w = Writer::with_capacity(self.buffer_len());
-        self.emit(&mut w)?;
-        Ok(w.into_inner())
     }
 }
 

@@ -13,7 +13,7 @@
 //! `pf_get_alarm_cr_request`.
 
 use crate::wire::field::{Reader, Writer};
-use crate::wire::pnio::block::{emit_block, BlockView};
+use crate::wire::pnio::block::{BlockBody, BlockView};
 use crate::wire::pnio::cm::util;
 use crate::wire::pnio::iocr::TagHeader;
 use crate::wire::Result;
@@ -74,19 +74,29 @@ impl AlarmCrBlockReq {
         util::finish(&r)?;
         Ok(req)
     }
+}
 
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
-        emit_block(w, BLOCK_TYPE_REQ, self.version, |w| {
-            w.u16(self.alarm_cr_type)
-                .u16(self.lt)
-                .u32(self.properties.0)
-                .u16(self.rta_timeout_factor)
-                .u16(self.rta_retries)
-                .u16(self.local_alarm_reference)
-                .u16(self.max_alarm_data_length)
-                .u16(self.tag_header_high.0)
-                .u16(self.tag_header_low.0);
-        })
+impl BlockBody for AlarmCrBlockReq {
+    fn block_type(&self) -> u16 {
+        BLOCK_TYPE_REQ
+    }
+    fn block_version(&self) -> (u8, u8) {
+        self.version
+    }
+    fn body_len(&self) -> usize {
+        20
+    }
+    fn emit_body(&self, w: &mut Writer) -> Result<()> {
+        w.u16(self.alarm_cr_type)
+            .u16(self.lt)
+            .u32(self.properties.0)
+            .u16(self.rta_timeout_factor)
+            .u16(self.rta_retries)
+            .u16(self.local_alarm_reference)
+            .u16(self.max_alarm_data_length)
+            .u16(self.tag_header_high.0)
+            .u16(self.tag_header_low.0);
+        Ok(())
     }
 }
 
@@ -127,19 +137,30 @@ impl AlarmCrBlockRes {
         util::finish(&r)?;
         Ok(res)
     }
+}
 
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
-        emit_block(w, BLOCK_TYPE_RES, self.version, |w| {
-            w.u16(self.alarm_cr_type)
-                .u16(self.local_alarm_reference)
-                .u16(self.max_alarm_data_length);
-        })
+impl BlockBody for AlarmCrBlockRes {
+    fn block_type(&self) -> u16 {
+        BLOCK_TYPE_RES
+    }
+    fn block_version(&self) -> (u8, u8) {
+        self.version
+    }
+    fn body_len(&self) -> usize {
+        6
+    }
+    fn emit_body(&self, w: &mut Writer) -> Result<()> {
+        w.u16(self.alarm_cr_type)
+            .u16(self.local_alarm_reference)
+            .u16(self.max_alarm_data_length);
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::Emit;
     use proptest::prelude::*;
 
     proptest! {

@@ -13,7 +13,7 @@
 //! `dissect_ARBlockRes_block`; p-net `src/device/pf_block_reader.c` `pf_get_ar_param`.
 
 use crate::wire::field::{Reader, Writer};
-use crate::wire::pnio::block::{emit_block, BlockView};
+use crate::wire::pnio::block::{BlockBody, BlockView};
 use crate::wire::pnio::cm::util;
 use crate::wire::rpc::Uuid;
 use crate::wire::{Error, Result};
@@ -133,22 +133,32 @@ impl ArBlockReq {
             cm_initiator_station_name,
         })
     }
+}
 
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
+impl BlockBody for ArBlockReq {
+    fn block_type(&self) -> u16 {
+        BLOCK_TYPE_REQ
+    }
+    fn block_version(&self) -> (u8, u8) {
+        self.version
+    }
+    fn body_len(&self) -> usize {
+        52 + self.cm_initiator_station_name.len()
+    }
+    fn emit_body(&self, w: &mut Writer) -> Result<()> {
         let name_len = u16::try_from(self.cm_initiator_station_name.len())
             .map_err(|_| Error::Malformed("CMInitiatorStationName too long"))?;
-        emit_block(w, BLOCK_TYPE_REQ, self.version, |w| {
-            w.u16(self.ar_type)
-                .bytes(&self.ar_uuid.0)
-                .u16(self.session_key)
-                .bytes(&self.cm_initiator_mac)
-                .bytes(&self.cm_initiator_object_uuid.0)
-                .u32(self.properties.0)
-                .u16(self.cm_initiator_activity_timeout_factor)
-                .u16(self.cm_initiator_udp_rt_port)
-                .u16(name_len)
-                .bytes(self.cm_initiator_station_name.as_bytes());
-        })
+        w.u16(self.ar_type)
+            .bytes(&self.ar_uuid.0)
+            .u16(self.session_key)
+            .bytes(&self.cm_initiator_mac)
+            .bytes(&self.cm_initiator_object_uuid.0)
+            .u32(self.properties.0)
+            .u16(self.cm_initiator_activity_timeout_factor)
+            .u16(self.cm_initiator_udp_rt_port)
+            .u16(name_len)
+            .bytes(self.cm_initiator_station_name.as_bytes());
+        Ok(())
     }
 }
 
@@ -190,15 +200,25 @@ impl ArBlockRes {
         util::finish(&r)?;
         Ok(res)
     }
+}
 
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
-        emit_block(w, BLOCK_TYPE_RES, self.version, |w| {
-            w.u16(self.ar_type)
-                .bytes(&self.ar_uuid.0)
-                .u16(self.session_key)
-                .bytes(&self.cm_responder_mac)
-                .u16(self.cm_responder_udp_rt_port);
-        })
+impl BlockBody for ArBlockRes {
+    fn block_type(&self) -> u16 {
+        BLOCK_TYPE_RES
+    }
+    fn block_version(&self) -> (u8, u8) {
+        self.version
+    }
+    fn body_len(&self) -> usize {
+        28
+    }
+    fn emit_body(&self, w: &mut Writer) -> Result<()> {
+        w.u16(self.ar_type)
+            .bytes(&self.ar_uuid.0)
+            .u16(self.session_key)
+            .bytes(&self.cm_responder_mac)
+            .u16(self.cm_responder_udp_rt_port);
+        Ok(())
     }
 }
 
@@ -206,6 +226,7 @@ impl ArBlockRes {
 mod tests {
     use super::*;
     use crate::wire::pnio::block::BlockView;
+    use crate::wire::Emit;
     use proptest::prelude::*;
 
     pub(crate) fn sample_req() -> ArBlockReq {

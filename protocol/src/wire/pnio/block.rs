@@ -4,7 +4,7 @@
 //! `dissect_block()`.
 
 use crate::wire::field::{self, Field, Writer};
-use crate::wire::{Error, Result};
+use crate::wire::{Emit, Error, Result};
 
 mod fields {
     use crate::wire::field::Field;
@@ -57,12 +57,19 @@ impl BlockHeader {
     pub fn total_len(&self) -> usize {
         4 + self.block_length as usize
     }
+}
 
-    pub fn emit(&self, w: &mut Writer) {
+impl Emit for BlockHeader {
+    fn buffer_len(&self) -> usize {
+        HEADER_LEN
+    }
+
+    fn emit(&self, w: &mut Writer) -> Result<()> {
         w.u16(self.block_type)
             .u16(self.block_length)
             .u8(self.version_high)
             .u8(self.version_low);
+        Ok(())
     }
 }
 
@@ -143,21 +150,43 @@ pub fn blocks(buf: &[u8]) -> impl Iterator<Item = Result<BlockView<'_>>> {
     })
 }
 
-/// Write a block: header with the given type and version, then the body produced by `body`.
-/// The length field is back-patched, so `body` may write any number of bytes.
-pub fn emit_block(
-    w: &mut Writer,
-    block_type: u16,
-    version: (u8, u8),
-    body: impl FnOnce(&mut Writer),
-) -> Result<()> {
-    let start = w.len();
-    w.u16(block_type).u16(0).u8(version.0).u8(version.1);
-    body(w);
-    let len = w.len() - start - 4;
-    let len = u16::try_from(len).map_err(|_| Error::Malformed("block longer than 65535 bytes"))?;
-    w.patch_u16(start + 2, len);
-    Ok(())
+/// The body of a PNIO block. Every block type implements this and gets [`Emit`] from it: the
+/// framing (a BlockHeader whose BlockLength counts the version bytes and the body) is written
+/// in one place. The length field is back-patched from what `emit_body` wrote rather than taken
+/// from `body_len`, so a body that miscounts its length still frames correctly (and the
+/// `buffer_len` test catches the miscount).
+pub trait BlockBody {
+    /// BlockType of this block.
+    fn block_type(&self) -> u16;
+    /// (BlockVersionHigh, BlockVersionLow).
+    fn block_version(&self) -> (u8, u8);
+    /// Exact number of body bytes `emit_body` appends.
+    fn body_len(&self) -> usize;
+    /// Append the body (after the six header bytes). Checks that can fail should come first;
+    /// on error the whole block is removed from the writer anyway.
+    fn emit_body(&self, w: &mut Writer) -> Result<()>;
+}
+
+impl<B: BlockBody> Emit for B {
+    fn buffer_len(&self) -> usize {
+        HEADER_LEN.saturating_add(self.body_len())
+    }
+
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        let start = w.len();
+        let (high, low) = self.block_version();
+        w.u16(self.block_type()).u16(0).u8(high).u8(low);
+        let framed = self.emit_body(w).and_then(|()| {
+            let len = u16::try_from(w.len() - start - 4)
+                .map_err(|_| Error::Malformed("block longer than 65535 bytes"))?;
+            w.patch_u16(start + 2, len);
+            Ok(())
+        });
+        if framed.is_err() {
+            w.truncate(start);
+        }
+        framed
+    }
 }
 
 #[allow(dead_code)]
@@ -167,15 +196,30 @@ const _FIELD_CHECK: Field = fields::TYPE;
 mod tests {
     use super::*;
 
+    /// A block with an opaque body (`cm::RawBlock` in miniature).
+    struct Opaque(u16, &'static [u8]);
+
+    impl BlockBody for Opaque {
+        fn block_type(&self) -> u16 {
+            self.0
+        }
+        fn block_version(&self) -> (u8, u8) {
+            (1, 0)
+        }
+        fn body_len(&self) -> usize {
+            self.1.len()
+        }
+        fn emit_body(&self, w: &mut Writer) -> Result<()> {
+            w.bytes(self.1);
+            Ok(())
+        }
+    }
+
     #[test]
     fn header_round_trip_and_iteration() {
-        let mut w = Writer::new();
-        emit_block(&mut w, 0x0101, (1, 0), |w| {
-            w.bytes(&[9, 9, 9]);
-        })
-        .unwrap();
-        emit_block(&mut w, 0x8101, (1, 0), |_| {}).unwrap();
-        let bytes = w.into_inner();
+        let bytes = [Opaque(0x0101, &[9, 9, 9]), Opaque(0x8101, &[])]
+            .to_bytes()
+            .unwrap();
         let v: Vec<_> = blocks(&bytes).collect::<Result<_>>().unwrap();
         assert_eq!(v.len(), 2);
         assert_eq!(v[0].header().block_length, 5);

@@ -22,12 +22,12 @@
 use crate::wire::field::Writer;
 use crate::wire::pnio::alarm_cr::{self, AlarmCrBlockReq, AlarmCrBlockRes};
 use crate::wire::pnio::ar::{self, ArBlockReq, ArBlockRes};
-use crate::wire::pnio::block::{blocks, emit_block, BlockHeader, BlockView};
+use crate::wire::pnio::block::{blocks, BlockBody, BlockHeader, BlockView};
 use crate::wire::pnio::control::{self, ControlBlock};
 use crate::wire::pnio::expected::{self, ExpectedSubmoduleBlockReq};
 use crate::wire::pnio::iocr::{self, IocrBlockReq, IocrBlockRes};
 use crate::wire::pnio::module_diff::{self, ModuleDiffBlock};
-use crate::wire::{Error, Result};
+use crate::wire::{Emit, Error, Result};
 
 /// Helpers shared by the connection-management block parsers.
 pub(crate) mod util {
@@ -91,17 +91,45 @@ impl RawBlock {
     pub fn block_type(&self) -> u16 {
         self.header.block_type
     }
-    /// Emit with the length computed from the body.
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
-        emit_block(
-            w,
-            self.header.block_type,
-            (self.header.version_high, self.header.version_low),
-            |w| {
-                w.bytes(&self.body);
-            },
-        )
+}
+
+/// Emits with the length computed from the body (the parsed `block_length` is not reused).
+impl BlockBody for RawBlock {
+    fn block_type(&self) -> u16 {
+        self.header.block_type
     }
+    fn block_version(&self) -> (u8, u8) {
+        (self.header.version_high, self.header.version_low)
+    }
+    fn body_len(&self) -> usize {
+        self.body.len()
+    }
+    fn emit_body(&self, w: &mut Writer) -> Result<()> {
+        w.bytes(&self.body);
+        Ok(())
+    }
+}
+
+/// Length and emission of blocks listed in wire order (see `in_wire_order` of the Connect
+/// messages): one list serves both, so `buffer_len` is exact by construction.
+fn blocks_len(order: Result<Vec<&dyn Emit>>) -> usize {
+    order.map_or(0, |v| v.iter().map(|b| b.buffer_len()).sum())
+}
+
+fn emit_blocks(order: Result<Vec<&dyn Emit>>, w: &mut Writer) -> Result<()> {
+    let start = w.len();
+    let r = order.and_then(|v| v.iter().try_for_each(|b| b.emit(w)));
+    if r.is_err() {
+        w.truncate(start);
+    }
+    r
+}
+
+/// The `i`-th element of `v` for the next block of its type in the wire order.
+fn next<'a, T: Emit>(v: &'a [T], i: &mut usize) -> Result<&'a dyn Emit> {
+    let b = v.get(*i).ok_or(Error::Malformed("block order"))?;
+    *i += 1;
+    Ok(b)
 }
 
 /// Parse all blocks of an NDR data area as opaque blocks.
@@ -227,9 +255,8 @@ impl ConnectRequest {
         ]
     }
 
-    /// Emit the NDR data (blocks only).
-    pub fn emit(&self) -> Result<Vec<u8>> {
-        let mut w = Writer::new();
+    /// The blocks in the order they go on the wire.
+    fn in_wire_order(&self) -> Result<Vec<&dyn Emit>> {
         let order: Vec<u16> = if counts_match(&self.wire_order, &self.kinds(), &self.other) {
             self.wire_order.clone()
         } else {
@@ -241,38 +268,31 @@ impl ConnectRequest {
             o
         };
         let (mut i_iocr, mut i_exp, mut i_other) = (0, 0, 0);
+        let mut out: Vec<&dyn Emit> = Vec::with_capacity(order.len());
         for t in order {
             match t {
-                ar::BLOCK_TYPE_REQ => self.ar.emit(&mut w)?,
-                iocr::BLOCK_TYPE_REQ => {
-                    self.iocrs
-                        .get(i_iocr)
-                        .ok_or(Error::Malformed("block order"))?
-                        .emit(&mut w)?;
-                    i_iocr += 1;
-                }
+                ar::BLOCK_TYPE_REQ => out.push(&self.ar),
+                iocr::BLOCK_TYPE_REQ => out.push(next(&self.iocrs, &mut i_iocr)?),
                 alarm_cr::BLOCK_TYPE_REQ => {
                     if let Some(a) = &self.alarm_cr {
-                        a.emit(&mut w)?;
+                        out.push(a);
                     }
                 }
-                expected::BLOCK_TYPE => {
-                    self.expected
-                        .get(i_exp)
-                        .ok_or(Error::Malformed("block order"))?
-                        .emit(&mut w)?;
-                    i_exp += 1;
-                }
-                _ => {
-                    self.other
-                        .get(i_other)
-                        .ok_or(Error::Malformed("block order"))?
-                        .emit(&mut w)?;
-                    i_other += 1;
-                }
+                expected::BLOCK_TYPE => out.push(next(&self.expected, &mut i_exp)?),
+                _ => out.push(next(&self.other, &mut i_other)?),
             }
         }
-        Ok(w.into_inner())
+        Ok(out)
+    }
+}
+
+/// The NDR data (blocks only).
+impl Emit for ConnectRequest {
+    fn buffer_len(&self) -> usize {
+        blocks_len(self.in_wire_order())
+    }
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        emit_blocks(self.in_wire_order(), w)
     }
 }
 
@@ -353,8 +373,8 @@ impl ConnectResponse {
         ]
     }
 
-    pub fn emit(&self) -> Result<Vec<u8>> {
-        let mut w = Writer::new();
+    /// The blocks in the order they go on the wire.
+    fn in_wire_order(&self) -> Result<Vec<&dyn Emit>> {
         let order: Vec<u16> = if counts_match(&self.wire_order, &self.kinds(), &self.other) {
             self.wire_order.clone()
         } else {
@@ -366,40 +386,39 @@ impl ConnectResponse {
             o
         };
         let (mut i_iocr, mut i_other) = (0, 0);
+        let mut out: Vec<&dyn Emit> = Vec::with_capacity(order.len());
         for t in order {
             match t {
                 ar::BLOCK_TYPE_RES => {
                     if let Some(a) = &self.ar {
-                        a.emit(&mut w)?;
+                        out.push(a);
                     }
                 }
-                iocr::BLOCK_TYPE_RES => {
-                    self.iocrs
-                        .get(i_iocr)
-                        .ok_or(Error::Malformed("block order"))?
-                        .emit(&mut w)?;
-                    i_iocr += 1;
-                }
+                iocr::BLOCK_TYPE_RES => out.push(next(&self.iocrs, &mut i_iocr)?),
                 alarm_cr::BLOCK_TYPE_RES => {
                     if let Some(a) = &self.alarm_cr {
-                        a.emit(&mut w)?;
+                        out.push(a);
                     }
                 }
                 module_diff::BLOCK_TYPE => {
                     if let Some(m) = &self.module_diff {
-                        m.emit(&mut w)?;
+                        out.push(m);
                     }
                 }
-                _ => {
-                    self.other
-                        .get(i_other)
-                        .ok_or(Error::Malformed("block order"))?
-                        .emit(&mut w)?;
-                    i_other += 1;
-                }
+                _ => out.push(next(&self.other, &mut i_other)?),
             }
         }
-        Ok(w.into_inner())
+        Ok(out)
+    }
+}
+
+/// The NDR data (blocks only).
+impl Emit for ConnectResponse {
+    fn buffer_len(&self) -> usize {
+        blocks_len(self.in_wire_order())
+    }
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        emit_blocks(self.in_wire_order(), w)
     }
 }
 
@@ -446,11 +465,10 @@ impl ControlMessage {
             .other
             .iter()
             .find(|b| b.block_type() == module_diff::BLOCK_TYPE)?;
-        let mut w = Writer::new();
-        if let Err(e) = raw.emit(&mut w) {
-            return Some(Err(e));
-        }
-        let bytes = w.into_inner();
+        let bytes = match raw.to_bytes() {
+            Ok(b) => b,
+            Err(e) => return Some(Err(e)),
+        };
         Some(BlockView::new_checked(&bytes).and_then(|v| ModuleDiffBlock::parse(&v)))
     }
 
@@ -458,14 +476,15 @@ impl ControlMessage {
     pub fn response(&self) -> ControlMessage {
         ControlMessage::new(self.control.response())
     }
+}
 
-    pub fn emit(&self) -> Result<Vec<u8>> {
-        let mut w = Writer::new();
-        self.control.emit(&mut w)?;
-        for b in &self.other {
-            b.emit(&mut w)?;
-        }
-        Ok(w.into_inner())
+impl Emit for ControlMessage {
+    fn buffer_len(&self) -> usize {
+        self.control.buffer_len() + self.other.buffer_len()
+    }
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        self.control.emit(w)?;
+        self.other.emit(w)
     }
 }
 
@@ -495,19 +514,23 @@ impl CmMessage {
             _ => CmMessage::Other(parse_raw_blocks(data)?),
         })
     }
+}
 
-    pub fn emit(&self) -> Result<Vec<u8>> {
+impl Emit for CmMessage {
+    fn buffer_len(&self) -> usize {
         match self {
-            CmMessage::ConnectRequest(m) => m.emit(),
-            CmMessage::ConnectResponse(m) => m.emit(),
-            CmMessage::Control(m) => m.emit(),
-            CmMessage::Other(v) => {
-                let mut w = Writer::new();
-                for b in v {
-                    b.emit(&mut w)?;
-                }
-                Ok(w.into_inner())
-            }
+            CmMessage::ConnectRequest(m) => m.buffer_len(),
+            CmMessage::ConnectResponse(m) => m.buffer_len(),
+            CmMessage::Control(m) => m.buffer_len(),
+            CmMessage::Other(v) => v.buffer_len(),
+        }
+    }
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        match self {
+            CmMessage::ConnectRequest(m) => m.emit(w),
+            CmMessage::ConnectResponse(m) => m.emit(w),
+            CmMessage::Control(m) => m.emit(w),
+            CmMessage::Other(v) => v.emit(w),
         }
     }
 }
@@ -561,7 +584,7 @@ pub(crate) mod tests {
     #[test]
     fn connect_round_trip_and_order() {
         let req = sample_connect_request();
-        let data = req.emit().unwrap();
+        let data = req.to_bytes().unwrap();
         let p = ConnectRequest::parse(&data).unwrap();
         // Built by hand: the real controllers' order (AR, IOCRs, Expected, AlarmCR).
         assert_eq!(p.wire_order, vec![0x0101, 0x0102, 0x0102, 0x0104, 0x0103]);
@@ -572,19 +595,19 @@ pub(crate) mod tests {
             },
             req
         );
-        assert_eq!(p.emit().unwrap(), data);
+        assert_eq!(p.to_bytes().unwrap(), data);
         // A recorded non-canonical order is reproduced.
         let mut q = p.clone();
         q.wire_order = vec![0x0101, 0x0102, 0x0102, 0x0103, 0x0104];
-        let d2 = q.emit().unwrap();
+        let d2 = q.to_bytes().unwrap();
         assert_ne!(d2, data);
         assert_eq!(ConnectRequest::parse(&d2).unwrap().wire_order, q.wire_order);
         // Inconsistent order falls back to canonical.
         q.wire_order = vec![0x0101];
-        assert_eq!(q.emit().unwrap(), data);
+        assert_eq!(q.to_bytes().unwrap(), data);
 
         let res = sample_connect_response(&req);
-        let d = res.emit().unwrap();
+        let d = res.to_bytes().unwrap();
         let r = ConnectResponse::parse(&d).unwrap();
         assert_eq!(
             ConnectResponse {
@@ -593,7 +616,7 @@ pub(crate) mod tests {
             },
             res
         );
-        assert_eq!(r.emit().unwrap(), d);
+        assert_eq!(r.to_bytes().unwrap(), d);
         assert!(matches!(
             CmMessage::parse(&d).unwrap(),
             CmMessage::ConnectResponse(_)
@@ -621,7 +644,7 @@ pub(crate) mod tests {
             control: ControlBlock::prm_begin_req(Uuid([5; 16]), 9),
             other: vec![RawBlock::new(0x0119, (1, 0), vec![0, 0]).unwrap()],
         };
-        let d = m.emit().unwrap();
+        let d = m.to_bytes().unwrap();
         assert_eq!(ControlMessage::parse(&d).unwrap(), m);
         assert_eq!(m.response().control.block_type, 0x8118);
         assert!(ControlMessage::parse(&[]).is_err());
@@ -632,7 +655,7 @@ pub(crate) mod tests {
         fn parse_never_panics(data in proptest::collection::vec(any::<u8>(), 0..400)) {
             if let Ok(m) = CmMessage::parse(&data) {
                 // Whatever parses re-emits without error.
-                prop_assert!(m.emit().is_ok());
+                prop_assert!(m.to_bytes().is_ok());
             }
             let _ = ConnectRequest::parse(&data);
             let _ = ConnectResponse::parse(&data);
@@ -662,18 +685,18 @@ pub(crate) mod tests {
             let p = ConnectRequest::parse(&data).unwrap();
             prop_assert_eq!(p.iocrs.len(), 2);
             prop_assert_eq!(p.other.len(), extra.len());
-            prop_assert_eq!(p.emit().unwrap(), data.clone());
-            prop_assert_eq!(CmMessage::parse(&data).map(|m| m.emit().unwrap()).unwrap_or_else(|_| data.clone()), data);
+            prop_assert_eq!(p.to_bytes().unwrap(), data.clone());
+            prop_assert_eq!(CmMessage::parse(&data).map(|m| m.to_bytes().unwrap()).unwrap_or_else(|_| data.clone()), data);
         }
 
         #[test]
         fn connect_mutations_never_panic(i in 0usize..400, v in any::<u8>()) {
-            let mut d = sample_connect_request().emit().unwrap();
+            let mut d = sample_connect_request().to_bytes().unwrap();
             if let Some(x) = d.get_mut(i) {
                 *x = v;
             }
             if let Ok(m) = CmMessage::parse(&d) {
-                prop_assert!(m.emit().is_ok());
+                prop_assert!(m.to_bytes().is_ok());
             }
         }
     }

@@ -16,7 +16,7 @@
 //! alarm_sequence_number).
 
 use crate::wire::field::{Reader, Writer};
-use crate::wire::pnio::block::{emit_block, BlockView};
+use crate::wire::pnio::block::{BlockBody, BlockView};
 use crate::wire::pnio::cm::util;
 use crate::wire::rpc::Uuid;
 use crate::wire::{Error, Result};
@@ -154,25 +154,36 @@ impl ControlBlock {
         util::finish(&r)?;
         Ok(c)
     }
+}
 
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
+impl BlockBody for ControlBlock {
+    fn block_type(&self) -> u16 {
+        self.block_type
+    }
+    fn block_version(&self) -> (u8, u8) {
+        self.version
+    }
+    fn body_len(&self) -> usize {
+        26
+    }
+    fn emit_body(&self, w: &mut Writer) -> Result<()> {
         if !is_control_block_type(self.block_type) {
             return Err(Error::Malformed("not a control block type"));
         }
-        emit_block(w, self.block_type, self.version, |w| {
-            w.u16(self.reserved1)
-                .bytes(&self.ar_uuid.0)
-                .u16(self.session_key)
-                .u16(self.alarm_sequence_number)
-                .u16(self.command)
-                .u16(self.properties);
-        })
+        w.u16(self.reserved1)
+            .bytes(&self.ar_uuid.0)
+            .u16(self.session_key)
+            .u16(self.alarm_sequence_number)
+            .u16(self.command)
+            .u16(self.properties);
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::Emit;
     use proptest::prelude::*;
 
     #[test]

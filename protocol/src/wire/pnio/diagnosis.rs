@@ -23,8 +23,8 @@
 //! Fuzz entry point: [`DiagnosisDataRepr::parse`] (one block), [`parse_diagnosis_record`].
 
 use crate::wire::field::{Reader, Writer};
-use crate::wire::pnio::block::{blocks, emit_block, BlockView};
-use crate::wire::{Error, Result};
+use crate::wire::pnio::block::{blocks, BlockBody, BlockView};
+use crate::wire::{Emit, Error, Result};
 
 pub mod block_type {
     pub const DIAGNOSIS_DATA: u16 = 0x0010;
@@ -292,8 +292,8 @@ impl UserStructure {
         }
     }
 
-    /// Emit the items (without the USI).
-    pub fn emit_data(&self, w: &mut Writer) {
+    /// The items (without the USI).
+    fn emit_items(&self, w: &mut Writer) {
         match self {
             UserStructure::Channel(v) => {
                 for i in v {
@@ -326,11 +326,17 @@ impl UserStructure {
             }
         }
     }
+}
 
-    /// Emit USI + items.
-    pub fn emit(&self, w: &mut Writer) {
+/// USI followed by the items (the tail of a DiagnosisData block and of an alarm notification).
+impl Emit for UserStructure {
+    fn buffer_len(&self) -> usize {
+        2 + self.data_len()
+    }
+    fn emit(&self, w: &mut Writer) -> Result<()> {
         w.u16(self.usi());
-        self.emit_data(w);
+        self.emit_items(w);
+        Ok(())
     }
 }
 
@@ -382,34 +388,33 @@ impl DiagnosisDataRepr {
             items,
         })
     }
+}
 
-    pub fn buffer_len(&self) -> usize {
-        6 + if self.version_low == 1 { 4 } else { 0 } + 10 + self.items.data_len()
+impl BlockBody for DiagnosisDataRepr {
+    fn block_type(&self) -> u16 {
+        block_type::DIAGNOSIS_DATA
     }
-
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
+    fn block_version(&self) -> (u8, u8) {
+        (1, self.version_low)
+    }
+    fn body_len(&self) -> usize {
+        usize::from(self.version_low == 1) * 4 + 8 + self.items.buffer_len()
+    }
+    fn emit_body(&self, w: &mut Writer) -> Result<()> {
         if self.version_low > 1 {
             return Err(Error::Unsupported("DiagnosisData block version"));
         }
         if self.version_low == 0 && self.api != 0 {
             return Err(Error::Malformed("DiagnosisData v1.0 cannot carry an API"));
         }
-        emit_block(w, block_type::DIAGNOSIS_DATA, (1, self.version_low), |w| {
-            if self.version_low == 1 {
-                w.u32(self.api);
-            }
-            w.u16(self.slot)
-                .u16(self.subslot)
-                .u16(self.channel_number)
-                .u16(self.channel_properties.0);
-            self.items.emit(w);
-        })
-    }
-
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut w = Writer::with_capacity(self.buffer_len());
-        self.emit(&mut w)?;
-        Ok(w.into_inner())
+        if self.version_low == 1 {
+            w.u32(self.api);
+        }
+        w.u16(self.slot)
+            .u16(self.subslot)
+            .u16(self.channel_number)
+            .u16(self.channel_properties.0);
+        self.items.emit(w)
     }
 }
 
@@ -422,13 +427,7 @@ pub fn parse_diagnosis_record(data: &[u8]) -> Result<Vec<DiagnosisDataRepr>> {
     Ok(out)
 }
 
-/// Emit the record data of a diagnosis read.
-pub fn emit_diagnosis_record(w: &mut Writer, entries: &[DiagnosisDataRepr]) -> Result<()> {
-    for e in entries {
-        e.emit(w)?;
-    }
-    Ok(())
-}
+// The record data of a diagnosis read emits as `[DiagnosisDataRepr]` (blocks back to back).
 
 #[cfg(test)]
 mod tests {

@@ -19,7 +19,7 @@
 //! `pf_get_exp_api_module`, `pf_get_exp_submodule`.
 
 use crate::wire::field::{Reader, Writer};
-use crate::wire::pnio::block::{emit_block, BlockView};
+use crate::wire::pnio::block::{BlockBody, BlockView};
 use crate::wire::pnio::cm::util;
 use crate::wire::{Error, Result};
 
@@ -191,9 +191,25 @@ impl ExpectedSubmoduleBlockReq {
             modules,
         })
     }
+}
 
-    /// Emit; errors when a submodule's description count does not match its type.
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
+impl BlockBody for ExpectedSubmoduleBlockReq {
+    fn block_type(&self) -> u16 {
+        BLOCK_TYPE
+    }
+    fn block_version(&self) -> (u8, u8) {
+        self.version
+    }
+    fn body_len(&self) -> usize {
+        let sub = |s: &ExpectedSubmodule| 8 + 6 * s.descriptions.len();
+        2 + self
+            .modules
+            .iter()
+            .map(|m| 14 + m.submodules.iter().map(sub).sum::<usize>())
+            .sum::<usize>()
+    }
+    /// Errors when a submodule's description count does not match its type.
+    fn emit_body(&self, w: &mut Writer) -> Result<()> {
         if self.modules.len() > 0xffff {
             return Err(Error::Malformed("too many expected modules"));
         }
@@ -209,31 +225,31 @@ impl ExpectedSubmoduleBlockReq {
                 }
             }
         }
-        emit_block(w, BLOCK_TYPE, self.version, |w| {
-            w.u16(self.modules.len() as u16);
-            for m in &self.modules {
-                w.u32(m.api)
-                    .u16(m.slot)
-                    .u32(m.module_ident)
-                    .u16(m.module_properties)
-                    .u16(m.submodules.len() as u16);
-                for s in &m.submodules {
-                    w.u16(s.subslot).u32(s.submodule_ident).u16(s.properties.0);
-                    for d in &s.descriptions {
-                        w.u16(d.direction)
-                            .u16(d.data_length)
-                            .u8(d.length_iocs)
-                            .u8(d.length_iops);
-                    }
+        w.u16(self.modules.len() as u16);
+        for m in &self.modules {
+            w.u32(m.api)
+                .u16(m.slot)
+                .u32(m.module_ident)
+                .u16(m.module_properties)
+                .u16(m.submodules.len() as u16);
+            for s in &m.submodules {
+                w.u16(s.subslot).u32(s.submodule_ident).u16(s.properties.0);
+                for d in &s.descriptions {
+                    w.u16(d.direction)
+                        .u16(d.data_length)
+                        .u8(d.length_iocs)
+                        .u8(d.length_iops);
                 }
             }
-        })
+        }
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::Emit;
     use proptest::prelude::*;
 
     fn arb_sub() -> impl Strategy<Value = ExpectedSubmodule> {

@@ -19,8 +19,8 @@
 //! Fuzz entry point: [`IdentificationDataRepr::parse`].
 
 use crate::wire::field::{Reader, Writer};
-use crate::wire::pnio::block::{emit_block, BlockView};
-use crate::wire::{Error, Result};
+use crate::wire::pnio::block::{BlockBody, BlockView};
+use crate::wire::{Emit, Error, Result};
 
 pub mod block_type {
     pub const EXPECTED_IDENTIFICATION_DATA: u16 = 0x0012;
@@ -78,16 +78,76 @@ pub(crate) fn parse_modules(r: &mut Reader<'_>) -> Result<Vec<ModuleIdent>> {
     Ok(modules)
 }
 
-pub(crate) fn emit_modules(w: &mut Writer, modules: &[ModuleIdent]) -> Result<()> {
-    w.u16(count_u16(modules.len(), "more than 65535 modules")?);
-    for m in modules {
-        w.u16(m.slot).u32(m.module_ident);
-        w.u16(count_u16(m.submodules.len(), "more than 65535 submodules")?);
-        for s in &m.submodules {
-            w.u16(s.subslot).u32(s.submodule_ident);
+/// A list with its u16 count in front: the shape of every level of the identification tree.
+/// `too_many` is the error for a list the count cannot hold.
+pub(crate) struct Counted<'a, T> {
+    pub items: &'a [T],
+    pub too_many: &'static str,
+}
+
+impl<T: Emit> Emit for Counted<'_, T> {
+    fn buffer_len(&self) -> usize {
+        2 + self.items.buffer_len()
+    }
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        w.u16(count_u16(self.items.len(), self.too_many)?);
+        self.items.emit(w)
+    }
+}
+
+impl Emit for SubmoduleIdent {
+    fn buffer_len(&self) -> usize {
+        6
+    }
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        w.u16(self.subslot).u32(self.submodule_ident);
+        Ok(())
+    }
+}
+
+impl ModuleIdent {
+    fn submodule_list(&self) -> Counted<'_, SubmoduleIdent> {
+        Counted {
+            items: &self.submodules,
+            too_many: "more than 65535 submodules",
         }
     }
-    Ok(())
+}
+
+impl Emit for ModuleIdent {
+    fn buffer_len(&self) -> usize {
+        6 + self.submodule_list().buffer_len()
+    }
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        w.u16(self.slot).u32(self.module_ident);
+        self.submodule_list().emit(w)
+    }
+}
+
+/// The module list of one API (NumberOfModules / NumberOfSlots first).
+pub(crate) fn module_list(modules: &[ModuleIdent]) -> Counted<'_, ModuleIdent> {
+    Counted {
+        items: modules,
+        too_many: "more than 65535 modules",
+    }
+}
+
+/// The API list (NumberOfAPIs first).
+pub(crate) fn api_list(apis: &[ApiIdent]) -> Counted<'_, ApiIdent> {
+    Counted {
+        items: apis,
+        too_many: "more than 65535 APIs",
+    }
+}
+
+impl Emit for ApiIdent {
+    fn buffer_len(&self) -> usize {
+        4 + module_list(&self.modules).buffer_len()
+    }
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        w.u32(self.api);
+        module_list(&self.modules).emit(w)
+    }
 }
 
 /// Parse NumberOfAPIs + APIs (the shape of I&M0FilterData and of identification v1.1).
@@ -100,15 +160,6 @@ pub(crate) fn parse_apis(r: &mut Reader<'_>) -> Result<Vec<ApiIdent>> {
         apis.push(ApiIdent { api, modules });
     }
     Ok(apis)
-}
-
-pub(crate) fn emit_apis(w: &mut Writer, apis: &[ApiIdent]) -> Result<()> {
-    w.u16(count_u16(apis.len(), "more than 65535 APIs")?);
-    for a in apis {
-        w.u32(a.api);
-        emit_modules(w, &a.modules)?;
-    }
-    Ok(())
 }
 
 /// The part of an identification tree a record of the given scope covers: `api` only
@@ -201,44 +252,33 @@ impl IdentificationDataRepr {
             apis,
         })
     }
+}
 
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
+impl BlockBody for IdentificationDataRepr {
+    fn block_type(&self) -> u16 {
+        self.block_type
+    }
+    fn block_version(&self) -> (u8, u8) {
+        (1, self.version_low)
+    }
+    fn body_len(&self) -> usize {
+        match (self.version_low, self.apis.first()) {
+            (0, Some(a)) => module_list(&a.modules).buffer_len(),
+            (0, None) => 2,
+            _ => api_list(&self.apis).buffer_len(),
+        }
+    }
+    fn emit_body(&self, w: &mut Writer) -> Result<()> {
         if self.version_low == 0 && (self.apis.len() != 1 || self.apis[0].api != 0) {
             return Err(Error::Malformed(
                 "IdentificationData v1.0 holds exactly API 0",
             ));
         }
-        let mut body = Writer::new();
         if self.version_low == 0 {
-            emit_modules(&mut body, &self.apis[0].modules)?;
+            module_list(&self.apis[0].modules).emit(w)
         } else {
-            emit_apis(&mut body, &self.apis)?;
+            api_list(&self.apis).emit(w)
         }
-        emit_block(w, self.block_type, (1, self.version_low), |w| {
-            w.bytes(&body.buf);
-        })
-    }
-
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut w = Writer::new();
-        self.emit(&mut w)?;
-        Ok(w.into_inner())
-    }
-
-    pub fn buffer_len(&self) -> usize {
-        let modules = |ms: &[ModuleIdent]| -> usize {
-            2 + ms.iter().map(|m| 8 + 6 * m.submodules.len()).sum::<usize>()
-        };
-        let body = if self.version_low == 0 {
-            self.apis.first().map(|a| modules(&a.modules)).unwrap_or(2)
-        } else {
-            2 + self
-                .apis
-                .iter()
-                .map(|a| 4 + modules(&a.modules))
-                .sum::<usize>()
-        };
-        6 + body
     }
 }
 

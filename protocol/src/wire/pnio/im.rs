@@ -20,9 +20,9 @@
 //! Fuzz entry point: [`ImRecord::parse`].
 
 use crate::wire::field::{Reader, Writer};
-use crate::wire::pnio::block::{emit_block, BlockView};
-use crate::wire::pnio::ident::{emit_apis, parse_apis, ApiIdent};
-use crate::wire::{Error, Result};
+use crate::wire::pnio::block::{BlockBody, BlockView};
+use crate::wire::pnio::ident::{api_list, parse_apis, ApiIdent};
+use crate::wire::{Emit, Error, Result};
 
 pub mod block_type {
     pub const IM0: u16 = 0x0020;
@@ -155,7 +155,7 @@ impl Im0 {
         })
     }
 
-    fn emit_body(&self, w: &mut Writer) -> Result<()> {
+    fn emit_fields(&self, w: &mut Writer) -> Result<()> {
         if !is_visible(self.software_revision.prefix) {
             return Err(Error::Malformed("IM_SWRevision_Prefix"));
         }
@@ -333,32 +333,57 @@ impl ImRecord {
             ImRecord::Filter(_) => index::IM0_FILTER_DATA,
         }
     }
+}
 
-    /// Emit the whole block (header + body).
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
-        let mut body = Writer::new();
-        match self {
-            ImRecord::Im0(m) => m.emit_body(&mut body)?,
-            ImRecord::Im1(m) => {
-                put_visible(&mut body, &m.tag_function, TAG_FUNCTION_LEN)?;
-                put_visible(&mut body, &m.tag_location, TAG_LOCATION_LEN)?;
-            }
-            ImRecord::Im2(m) => put_visible(&mut body, &m.date, DATE_LEN)?,
-            ImRecord::Im3(m) => put_visible(&mut body, &m.descriptor, DESCRIPTOR_LEN)?,
-            ImRecord::Im4(m) => {
-                body.bytes(&m.signature);
-            }
-            ImRecord::Filter(f) => emit_apis(&mut body, &f.apis)?,
-        }
-        emit_block(w, self.block_type(), (1, 0), |w| {
-            w.bytes(&body.buf);
-        })
+/// Every I&M block body is 54 bytes except I&M2's date.
+const IM_BODY_LEN: usize = 54;
+
+impl BlockBody for ImRecord {
+    fn block_type(&self) -> u16 {
+        ImRecord::block_type(self)
     }
+    fn block_version(&self) -> (u8, u8) {
+        (1, 0)
+    }
+    fn body_len(&self) -> usize {
+        match self {
+            ImRecord::Im2(_) => DATE_LEN,
+            ImRecord::Filter(f) => f.body_len(),
+            _ => IM_BODY_LEN,
+        }
+    }
+    fn emit_body(&self, w: &mut Writer) -> Result<()> {
+        match self {
+            ImRecord::Im0(m) => m.emit_fields(w),
+            ImRecord::Im1(m) => {
+                put_visible(w, &m.tag_function, TAG_FUNCTION_LEN)?;
+                put_visible(w, &m.tag_location, TAG_LOCATION_LEN)
+            }
+            ImRecord::Im2(m) => put_visible(w, &m.date, DATE_LEN),
+            ImRecord::Im3(m) => put_visible(w, &m.descriptor, DESCRIPTOR_LEN),
+            ImRecord::Im4(m) => {
+                w.bytes(&m.signature);
+                Ok(())
+            }
+            ImRecord::Filter(f) => f.emit_body(w),
+        }
+    }
+}
 
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut w = Writer::new();
-        self.emit(&mut w)?;
-        Ok(w.into_inner())
+/// One filter block; the I&M0FilterData record (index 0xF840) is a sequence of them and emits
+/// as `[Im0FilterData]`.
+impl BlockBody for Im0FilterData {
+    fn block_type(&self) -> u16 {
+        self.kind.block_type()
+    }
+    fn block_version(&self) -> (u8, u8) {
+        (1, 0)
+    }
+    fn body_len(&self) -> usize {
+        api_list(&self.apis).buffer_len()
+    }
+    fn emit_body(&self, w: &mut Writer) -> Result<()> {
+        api_list(&self.apis).emit(w)
     }
 }
 
@@ -372,14 +397,6 @@ pub fn parse_filter_record(data: &[u8]) -> Result<Vec<Im0FilterData>> {
         }
     }
     Ok(out)
-}
-
-/// Emit the I&M0FilterData record.
-pub fn emit_filter_record(w: &mut Writer, filters: &[Im0FilterData]) -> Result<()> {
-    for f in filters {
-        ImRecord::Filter(f.clone()).emit(w)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@
 //! `pf_block_reader.c` `pf_get_iocr_param`.
 
 use crate::wire::field::{Reader, Writer};
-use crate::wire::pnio::block::{emit_block, BlockView};
+use crate::wire::pnio::block::{BlockBody, BlockView};
 use crate::wire::pnio::cm::util;
 use crate::wire::{Error, Result};
 
@@ -162,8 +162,24 @@ impl IocrBlockReq {
         util::finish(&r)?;
         Ok(req)
     }
+}
 
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
+impl BlockBody for IocrBlockReq {
+    fn block_type(&self) -> u16 {
+        BLOCK_TYPE_REQ
+    }
+    fn block_version(&self) -> (u8, u8) {
+        self.version
+    }
+    fn body_len(&self) -> usize {
+        let objects = |v: &[IoObject]| 2 + 6 * v.len();
+        40 + self
+            .apis
+            .iter()
+            .map(|a| 4 + objects(&a.io_data_objects) + objects(&a.iocs))
+            .sum::<usize>()
+    }
+    fn emit_body(&self, w: &mut Writer) -> Result<()> {
         if self.apis.len() > usize::from(u16::MAX)
             || self
                 .apis
@@ -172,29 +188,28 @@ impl IocrBlockReq {
         {
             return Err(Error::Malformed("too many IOCR entries"));
         }
-        emit_block(w, BLOCK_TYPE_REQ, self.version, |w| {
-            w.u16(self.iocr_type)
-                .u16(self.iocr_reference)
-                .u16(self.lt)
-                .u32(self.properties.0)
-                .u16(self.data_length)
-                .u16(self.frame_id)
-                .u16(self.send_clock_factor)
-                .u16(self.reduction_ratio)
-                .u16(self.phase)
-                .u16(self.sequence)
-                .u32(self.frame_send_offset)
-                .u16(self.watchdog_factor)
-                .u16(self.data_hold_factor)
-                .u16(self.tag_header.0)
-                .bytes(&self.multicast_mac)
-                .u16(self.apis.len() as u16);
-            for a in &self.apis {
-                w.u32(a.api);
-                write_objects(w, &a.io_data_objects);
-                write_objects(w, &a.iocs);
-            }
-        })
+        w.u16(self.iocr_type)
+            .u16(self.iocr_reference)
+            .u16(self.lt)
+            .u32(self.properties.0)
+            .u16(self.data_length)
+            .u16(self.frame_id)
+            .u16(self.send_clock_factor)
+            .u16(self.reduction_ratio)
+            .u16(self.phase)
+            .u16(self.sequence)
+            .u32(self.frame_send_offset)
+            .u16(self.watchdog_factor)
+            .u16(self.data_hold_factor)
+            .u16(self.tag_header.0)
+            .bytes(&self.multicast_mac)
+            .u16(self.apis.len() as u16);
+        for a in &self.apis {
+            w.u32(a.api);
+            write_objects(w, &a.io_data_objects);
+            write_objects(w, &a.iocs);
+        }
+        Ok(())
     }
 }
 
@@ -231,19 +246,30 @@ impl IocrBlockRes {
         util::finish(&r)?;
         Ok(res)
     }
+}
 
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
-        emit_block(w, BLOCK_TYPE_RES, self.version, |w| {
-            w.u16(self.iocr_type)
-                .u16(self.iocr_reference)
-                .u16(self.frame_id);
-        })
+impl BlockBody for IocrBlockRes {
+    fn block_type(&self) -> u16 {
+        BLOCK_TYPE_RES
+    }
+    fn block_version(&self) -> (u8, u8) {
+        self.version
+    }
+    fn body_len(&self) -> usize {
+        6
+    }
+    fn emit_body(&self, w: &mut Writer) -> Result<()> {
+        w.u16(self.iocr_type)
+            .u16(self.iocr_reference)
+            .u16(self.frame_id);
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::Emit;
     use proptest::prelude::*;
 
     fn arb_obj() -> impl Strategy<Value = IoObject> {

@@ -21,7 +21,7 @@
 //! "no module" entry; we follow Wireshark (always a u16 count).
 
 use crate::wire::field::{Reader, Writer};
-use crate::wire::pnio::block::{emit_block, BlockView};
+use crate::wire::pnio::block::{BlockBody, BlockView};
 use crate::wire::pnio::cm::util;
 use crate::wire::{Error, Result};
 
@@ -168,8 +168,24 @@ impl ModuleDiffBlock {
             apis,
         })
     }
+}
 
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
+impl BlockBody for ModuleDiffBlock {
+    fn block_type(&self) -> u16 {
+        BLOCK_TYPE
+    }
+    fn block_version(&self) -> (u8, u8) {
+        self.version
+    }
+    fn body_len(&self) -> usize {
+        let module = |m: &DiffModule| 10 + 8 * m.submodules.len();
+        2 + self
+            .apis
+            .iter()
+            .map(|a| 6 + a.modules.iter().map(module).sum::<usize>())
+            .sum::<usize>()
+    }
+    fn emit_body(&self, w: &mut Writer) -> Result<()> {
         let too_many = self.apis.len() > 0xffff
             || self.apis.iter().any(|a| {
                 a.modules.len() > 0xffff || a.modules.iter().any(|m| m.submodules.len() > 0xffff)
@@ -177,27 +193,27 @@ impl ModuleDiffBlock {
         if too_many {
             return Err(Error::Malformed("too many ModuleDiffBlock entries"));
         }
-        emit_block(w, BLOCK_TYPE, self.version, |w| {
-            w.u16(self.apis.len() as u16);
-            for a in &self.apis {
-                w.u32(a.api).u16(a.modules.len() as u16);
-                for m in &a.modules {
-                    w.u16(m.slot)
-                        .u32(m.module_ident)
-                        .u16(m.module_state)
-                        .u16(m.submodules.len() as u16);
-                    for s in &m.submodules {
-                        w.u16(s.subslot).u32(s.submodule_ident).u16(s.state.0);
-                    }
+        w.u16(self.apis.len() as u16);
+        for a in &self.apis {
+            w.u32(a.api).u16(a.modules.len() as u16);
+            for m in &a.modules {
+                w.u16(m.slot)
+                    .u32(m.module_ident)
+                    .u16(m.module_state)
+                    .u16(m.submodules.len() as u16);
+                for s in &m.submodules {
+                    w.u16(s.subslot).u32(s.submodule_ident).u16(s.state.0);
                 }
             }
-        })
+        }
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::Emit;
     use proptest::prelude::*;
 
     #[test]

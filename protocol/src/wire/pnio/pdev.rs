@@ -34,7 +34,7 @@
 //! [`PdPortStatistic::parse`].
 
 use crate::wire::field::{Reader, Writer};
-use crate::wire::pnio::block::{emit_block, BlockView};
+use crate::wire::pnio::block::{BlockBody, BlockView, HEADER_LEN};
 use crate::wire::{Error, Result};
 
 pub mod block_type {
@@ -111,10 +111,21 @@ fn get_name(r: &mut Reader<'_>, what: &'static str) -> Result<String> {
     String::from_utf8(b.to_vec()).map_err(|_| Error::Malformed(what))
 }
 
+/// `pos` (counted from the start of the block) rounded up to a multiple of four.
+fn align4_len(pos: usize) -> usize {
+    pos.next_multiple_of(4)
+}
+
 /// Zeros up to the next multiple of four from the start of the block.
 fn align4(w: &mut Writer, start: usize) {
-    let pad = (4 - (w.len() - start) % 4) % 4;
+    let pad = align4_len(w.len() - start) - (w.len() - start);
     w.zeros(pad);
+}
+
+/// Where the block being emitted starts: `emit_body` runs after the six header bytes, and the
+/// PDev blocks align their fields to four bytes from the block start.
+fn block_start(w: &Writer) -> usize {
+    w.len() - HEADER_LEN
 }
 
 fn skip_align4(r: &mut Reader<'_>) -> Result<()> {
@@ -133,38 +144,50 @@ fn open(buf: &[u8], block_type: u16) -> Result<Reader<'_>> {
     Ok(r)
 }
 
-impl PdPortDataReal {
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
-        let peers = u8::try_from(self.peers.len()).map_err(|_| Error::Malformed("peers"))?;
-        let start = w.len();
-        let mut res = Ok(());
-        emit_block(w, block_type::PD_PORT_DATA_REAL, (1, 0), |w| {
-            res = (|| {
-                w.zeros(2).u16(self.slot).u16(self.subslot);
-                put_name(w, &self.own_port_id, "OwnPortID longer than 255")?;
-                w.u8(peers);
-                align4(w, start);
-                for p in &self.peers {
-                    put_name(w, &p.port_id, "PeerPortID longer than 255")?;
-                    put_name(w, &p.chassis_id, "PeerChassisID longer than 255")?;
-                    align4(w, start);
-                    w.u32(p.line_delay).bytes(&p.mac);
-                    align4(w, start);
-                }
-                w.u16(self.mau_type);
-                align4(w, start);
-                w.u32(self.domain_boundary)
-                    .u32(self.multicast_boundary)
-                    .u8(self.link_port)
-                    .u8(self.link);
-                align4(w, start);
-                w.u32(self.media_type);
-                Ok(())
-            })();
-        })?;
-        res
+impl BlockBody for PdPortDataReal {
+    fn block_type(&self) -> u16 {
+        block_type::PD_PORT_DATA_REAL
     }
+    fn block_version(&self) -> (u8, u8) {
+        (1, 0)
+    }
+    fn body_len(&self) -> usize {
+        let mut pos = align4_len(HEADER_LEN + 6 + 1 + self.own_port_id.len() + 1);
+        for p in &self.peers {
+            pos = align4_len(pos + 2 + p.port_id.len() + p.chassis_id.len());
+            pos = align4_len(pos + 10);
+        }
+        pos = align4_len(pos + 2);
+        pos = align4_len(pos + 10);
+        pos + 4 - HEADER_LEN
+    }
+    fn emit_body(&self, w: &mut Writer) -> Result<()> {
+        let peers = u8::try_from(self.peers.len()).map_err(|_| Error::Malformed("peers"))?;
+        let start = block_start(w);
+        w.zeros(2).u16(self.slot).u16(self.subslot);
+        put_name(w, &self.own_port_id, "OwnPortID longer than 255")?;
+        w.u8(peers);
+        align4(w, start);
+        for p in &self.peers {
+            put_name(w, &p.port_id, "PeerPortID longer than 255")?;
+            put_name(w, &p.chassis_id, "PeerChassisID longer than 255")?;
+            align4(w, start);
+            w.u32(p.line_delay).bytes(&p.mac);
+            align4(w, start);
+        }
+        w.u16(self.mau_type);
+        align4(w, start);
+        w.u32(self.domain_boundary)
+            .u32(self.multicast_boundary)
+            .u8(self.link_port)
+            .u8(self.link);
+        align4(w, start);
+        w.u32(self.media_type);
+        Ok(())
+    }
+}
 
+impl PdPortDataReal {
     /// Parse one block (extra bytes after it are ignored). The peer list grows only with
     /// the input: each peer consumes at least twelve bytes.
     pub fn parse(buf: &[u8]) -> Result<Self> {
@@ -211,28 +234,31 @@ impl PdPortDataReal {
             media_type,
         })
     }
+}
 
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut w = Writer::new();
-        self.emit(&mut w)?;
-        Ok(w.into_inner())
+impl BlockBody for PdInterfaceDataReal {
+    fn block_type(&self) -> u16 {
+        block_type::PD_INTERFACE_DATA_REAL
+    }
+    fn block_version(&self) -> (u8, u8) {
+        (1, 0)
+    }
+    fn body_len(&self) -> usize {
+        let pos = align4_len(HEADER_LEN + 1 + self.chassis_id.len());
+        align4_len(pos + 6) + 12 - HEADER_LEN
+    }
+    fn emit_body(&self, w: &mut Writer) -> Result<()> {
+        let start = block_start(w);
+        put_name(w, &self.chassis_id, "OwnChassisID longer than 255")?;
+        align4(w, start);
+        w.bytes(&self.mac);
+        align4(w, start);
+        w.bytes(&self.ip).bytes(&self.netmask).bytes(&self.gateway);
+        Ok(())
     }
 }
 
 impl PdInterfaceDataReal {
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
-        let start = w.len();
-        let mut res = Ok(());
-        emit_block(w, block_type::PD_INTERFACE_DATA_REAL, (1, 0), |w| {
-            res = put_name(w, &self.chassis_id, "OwnChassisID longer than 255");
-            align4(w, start);
-            w.bytes(&self.mac);
-            align4(w, start);
-            w.bytes(&self.ip).bytes(&self.netmask).bytes(&self.gateway);
-        })?;
-        res
-    }
-
     pub fn parse(buf: &[u8]) -> Result<Self> {
         let mut r = open(buf, block_type::PD_INTERFACE_DATA_REAL)?;
         let chassis_id = get_name(&mut r, "OwnChassisID is not UTF-8")?;
@@ -247,12 +273,6 @@ impl PdInterfaceDataReal {
             gateway: r.array::<4>()?,
         })
     }
-
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut w = Writer::new();
-        self.emit(&mut w)?;
-        Ok(w.into_inner())
-    }
 }
 
 /// PDPortStatistic (block 0x0251): the interface's or a port's counters (the low 32 bits).
@@ -266,19 +286,29 @@ pub struct PdPortStatistic {
     pub out_errors: u32,
 }
 
-impl PdPortStatistic {
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
-        emit_block(w, block_type::PD_PORT_STATISTIC, (1, 0), |w| {
-            w.zeros(2)
-                .u32(self.in_octets)
-                .u32(self.out_octets)
-                .u32(self.in_discards)
-                .u32(self.out_discards)
-                .u32(self.in_errors)
-                .u32(self.out_errors);
-        })
+impl BlockBody for PdPortStatistic {
+    fn block_type(&self) -> u16 {
+        block_type::PD_PORT_STATISTIC
     }
+    fn block_version(&self) -> (u8, u8) {
+        (1, 0)
+    }
+    fn body_len(&self) -> usize {
+        26
+    }
+    fn emit_body(&self, w: &mut Writer) -> Result<()> {
+        w.zeros(2)
+            .u32(self.in_octets)
+            .u32(self.out_octets)
+            .u32(self.in_discards)
+            .u32(self.out_discards)
+            .u32(self.in_errors)
+            .u32(self.out_errors);
+        Ok(())
+    }
+}
 
+impl PdPortStatistic {
     pub fn parse(buf: &[u8]) -> Result<Self> {
         let mut r = open(buf, block_type::PD_PORT_STATISTIC)?;
         r.skip(2)?;
@@ -291,32 +321,43 @@ impl PdPortStatistic {
             out_errors: r.u32()?,
         })
     }
-
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut w = Writer::new();
-        self.emit(&mut w)?;
-        Ok(w.into_inner())
-    }
 }
 
 /// A MultipleBlockHeader (0x0400) around `blocks` (already emitted, each a whole number of
 /// 4-byte words, as the PDev blocks above are) for one submodule: PDRealData (0xF841) is one
 /// of these per PDev submodule.
-pub fn emit_multiple_block(
-    w: &mut Writer,
-    api: u32,
-    slot: u16,
-    subslot: u16,
-    blocks: &[u8],
-) -> Result<()> {
-    emit_block(w, block_type::MULTIPLE_BLOCK_HEADER, (1, 0), |w| {
-        w.zeros(2).u32(api).u16(slot).u16(subslot).bytes(blocks);
-    })
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MultipleBlock<'a> {
+    pub api: u32,
+    pub slot: u16,
+    pub subslot: u16,
+    pub blocks: &'a [u8],
+}
+
+impl BlockBody for MultipleBlock<'_> {
+    fn block_type(&self) -> u16 {
+        block_type::MULTIPLE_BLOCK_HEADER
+    }
+    fn block_version(&self) -> (u8, u8) {
+        (1, 0)
+    }
+    fn body_len(&self) -> usize {
+        10 + self.blocks.len()
+    }
+    fn emit_body(&self, w: &mut Writer) -> Result<()> {
+        w.zeros(2)
+            .u32(self.api)
+            .u16(self.slot)
+            .u16(self.subslot)
+            .bytes(self.blocks);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::Emit;
 
     fn port(own: &str, peers: usize) -> PdPortDataReal {
         PdPortDataReal {

@@ -2,7 +2,7 @@
 //! Source: IEC 61158-6-10 "Coding of the field PNIOStatus"; Wireshark
 //! `plugins/epan/profinet/packet-dcerpc-pn-io.c` `dissect_PNIO_status()`.
 
-use crate::wire::{Error, Result};
+use crate::wire::{Emit, Error, Result, Writer};
 
 /// A PNIOStatus value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -51,7 +51,9 @@ impl PnioStatus {
         }
     }
 
-    pub fn to_bytes(self) -> [u8; 4] {
+    /// The four bytes in wire order, without allocating (for view setters; [`Emit`] is the
+    /// serialisation).
+    pub fn octets(self) -> [u8; 4] {
         [
             self.error_code,
             self.error_decode,
@@ -62,7 +64,17 @@ impl PnioStatus {
 
     /// The status as one big-endian u32 (how it appears in logs and tshark).
     pub fn as_u32(self) -> u32 {
-        u32::from_be_bytes(self.to_bytes())
+        u32::from_be_bytes(self.octets())
+    }
+}
+
+impl Emit for PnioStatus {
+    fn buffer_len(&self) -> usize {
+        Self::LEN
+    }
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        w.bytes(&self.octets());
+        Ok(())
     }
 }
 

@@ -1,8 +1,8 @@
 //! [`FackBody`], the body of a FACK (fragment acknowledgement) packet.
 
-use super::Drep;
+use super::{Drep, Ndr};
 use crate::wire::field;
-use crate::wire::{Error, Result};
+use crate::wire::{Emit, Error, Result, Writer};
 
 /// Body of a FACK packet (C706 12.5.3.4; Wireshark `dissect_dcerpc_dg_fack`): version, one
 /// pad byte, window size, max TSDU, max fragment size, serial number of the fragment that
@@ -53,26 +53,28 @@ impl FackBody {
             selack,
         })
     }
+}
 
-    pub fn buffer_len(&self) -> usize {
-        Self::MIN_LEN + 4 * self.selack.len()
+impl Emit for Ndr<'_, FackBody> {
+    fn buffer_len(&self) -> usize {
+        FackBody::MIN_LEN + 4 * self.body.selack.len()
     }
 
-    pub fn emit(&self, drep: Drep) -> Result<Vec<u8>> {
-        let e = drep.endian();
-        let n = u16::try_from(self.selack.len())
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        let (e, b) = (self.drep.endian(), self.body);
+        let n = u16::try_from(b.selack.len())
             .map_err(|_| Error::Malformed("too many selective-ack words"))?;
-        let mut out = Vec::with_capacity(self.buffer_len());
-        out.push(self.version);
+        let out = &mut w.buf;
+        out.push(b.version);
         out.push(0);
-        e.put_u16(&mut out, self.window_size);
-        e.put_u32(&mut out, self.max_tsdu);
-        e.put_u32(&mut out, self.max_frag_size);
-        e.put_u16(&mut out, self.serial_num);
-        e.put_u16(&mut out, n);
-        for w in &self.selack {
-            e.put_u32(&mut out, *w);
+        e.put_u16(out, b.window_size);
+        e.put_u32(out, b.max_tsdu);
+        e.put_u32(out, b.max_frag_size);
+        e.put_u16(out, b.serial_num);
+        e.put_u16(out, n);
+        for word in &b.selack {
+            e.put_u32(out, *word);
         }
-        Ok(out)
+        Ok(())
     }
 }

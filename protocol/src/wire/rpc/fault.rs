@@ -1,7 +1,7 @@
 //! [`FaultBody`], the body of a Fault or Reject packet, and the [`reject_status`] codes.
 
-use super::Drep;
-use crate::wire::Result;
+use super::{Drep, Ndr};
+use crate::wire::{Emit, Result, Writer};
 
 /// Body of a Fault or Reject packet: one status code (u32 in DREP byte order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +32,14 @@ impl FaultBody {
             status: drep.endian().read_u32(body, 0)?,
         })
     }
-    pub fn emit(&self, drep: Drep) -> Vec<u8> {
-        drep.endian().u32_bytes(self.status).to_vec()
+}
+
+impl Emit for Ndr<'_, FaultBody> {
+    fn buffer_len(&self) -> usize {
+        FaultBody::LEN
+    }
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        self.drep.endian().put_u32(&mut w.buf, self.body.status);
+        Ok(())
     }
 }

@@ -3,7 +3,7 @@
 
 use super::{Drep, Endian, Uuid, PNIO_INTERFACE_VERSION};
 use crate::wire::field::{self, Field};
-use crate::wire::{Error, Result};
+use crate::wire::{Emit, Error, Result, Writer};
 
 /// CL packet types (`ptype`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -393,13 +393,8 @@ impl RpcHeader {
         })
     }
 
-    pub fn buffer_len(&self) -> usize {
-        HEADER_LEN
-    }
-
-    /// Write the header into the first 80 bytes of `buf`.
-    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        let b = buf.get_mut(..HEADER_LEN).ok_or(Error::Truncated)?;
+    /// Set every field of the 80-byte header `b`.
+    fn fill(&self, b: &mut [u8; HEADER_LEN]) {
         let e = self.endian();
         let [serial_hi, serial_lo] = self.serial.to_be_bytes();
         b[fields::RPC_VERS] = RPC_VERSION;
@@ -423,6 +418,18 @@ impl RpcHeader {
         b[fields::FRAGNUM..fields::FRAGNUM + 2].copy_from_slice(&e.u16_bytes(self.fragment_num));
         b[fields::AUTH_PROTO] = self.auth_proto;
         b[fields::SERIAL_LO] = serial_lo;
+    }
+}
+
+impl Emit for RpcHeader {
+    fn buffer_len(&self) -> usize {
+        HEADER_LEN
+    }
+
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        let mut b = [0u8; HEADER_LEN];
+        self.fill(&mut b);
+        w.bytes(&b);
         Ok(())
     }
 }

@@ -37,6 +37,43 @@
 use crate::wire::field;
 use crate::wire::{Error, Result};
 
+/// An NDR body (the part of a CL packet after the header whose integers follow DREP) paired
+/// with the DREP to emit it in; `Ndr::new(drep, &body).to_bytes()` is how every NDR body
+/// serialises ([`crate::wire::Emit`] is implemented for `Ndr<FaultBody>`, `Ndr<FackBody>`,
+/// `Ndr<PnioRequest>` and `Ndr<PnioResponse>`).
+///
+/// A wrapper rather than a `drep` field in each body because the byte order belongs to the
+/// packet, not to the body: it is chosen by the header ([`RpcHeader::drep`]), a response
+/// answers in the requester's DREP, and `parse(body, drep)` takes it as an argument too, so
+/// the body types stay plain values that can be re-emitted in either order (the fuzz round
+/// trip does exactly that).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ndr<'a, T> {
+    pub drep: Drep,
+    pub body: &'a T,
+}
+
+impl<'a, T> Ndr<'a, T> {
+    pub fn new(drep: Drep, body: &'a T) -> Self {
+        Ndr { drep, body }
+    }
+}
+
+/// `body.ndr(drep)`: [`Ndr::new`] in method form, for call chains
+/// (`PnioRequest::new(n, data).ndr(drep).to_bytes()`).
+macro_rules! ndr_bodies {
+    ($($body:ty),*) => {$(
+        impl $body {
+            /// This body paired with the DREP to emit it in.
+            pub fn ndr(&self, drep: Drep) -> Ndr<'_, Self> {
+                Ndr::new(drep, self)
+            }
+        }
+    )*};
+}
+
+ndr_bodies!(FaultBody, FackBody, PnioRequest, PnioResponse);
+
 mod fack;
 mod fault;
 mod header;

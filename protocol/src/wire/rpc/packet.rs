@@ -1,7 +1,7 @@
 //! [`RpcPacket`] (header and body) and [`fragment`], which splits a body into CL fragments.
 
 use super::{flags1, RpcHeader, HEADER_LEN};
-use crate::wire::{Error, Result};
+use crate::wire::{Emit, Error, Result, Writer};
 
 /// A CL packet: header and body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,20 +23,21 @@ impl RpcPacket {
     pub fn new(header: RpcHeader, body: Vec<u8>) -> RpcPacket {
         RpcPacket { header, body }
     }
+}
 
-    pub fn buffer_len(&self) -> usize {
+/// Header (with `fragment_len` = body length) and body.
+impl Emit for RpcPacket {
+    fn buffer_len(&self) -> usize {
         HEADER_LEN + self.body.len()
     }
 
-    /// Emit header (with `fragment_len` = body length) and body.
-    pub fn emit(&self) -> Result<Vec<u8>> {
+    fn emit(&self, w: &mut Writer) -> Result<()> {
         let mut h = self.header;
         h.fragment_len = u16::try_from(self.body.len())
             .map_err(|_| Error::Malformed("RPC body longer than 65535 bytes"))?;
-        let mut out = vec![0u8; HEADER_LEN];
-        h.emit(&mut out)?;
-        out.extend_from_slice(&self.body);
-        Ok(out)
+        h.emit(w)?;
+        w.bytes(&self.body);
+        Ok(())
     }
 }
 

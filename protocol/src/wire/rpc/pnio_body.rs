@@ -1,9 +1,9 @@
 //! [`PnioRequest`] / [`PnioResponse`]: the NDR framing of a PNIO operation's body around the
 //! PNIO blocks.
 
-use super::Drep;
+use super::{Drep, Endian, Ndr};
 use crate::wire::pnio::PnioStatus;
-use crate::wire::{Error, Result};
+use crate::wire::{Emit, Error, Result, Writer};
 
 /// Length of the NDR header of a PNIO request body.
 pub const PNIO_REQUEST_NDR_LEN: usize = 20;
@@ -54,25 +54,37 @@ impl PnioRequest {
             .to_vec();
         Ok(PnioRequest { args_maximum, data })
     }
+}
 
-    pub fn buffer_len(&self) -> usize {
-        PNIO_REQUEST_NDR_LEN + self.data.len()
+/// ArgsLength / ActualCount of `data` (a u32 on the wire).
+fn ndr_data_len(data: &[u8]) -> Result<u32> {
+    u32::try_from(data.len()).map_err(|_| Error::Malformed("NDR data too long"))
+}
+
+/// The conformant varying array after the first four bytes: ArgsLength, MaximumCount,
+/// Offset 0, ActualCount, the data.
+fn put_array(w: &mut Writer, e: Endian, max_count: u32, data: &[u8]) -> Result<()> {
+    let len = ndr_data_len(data)?;
+    e.put_u32(&mut w.buf, len);
+    e.put_u32(&mut w.buf, max_count);
+    e.put_u32(&mut w.buf, 0);
+    e.put_u32(&mut w.buf, len);
+    w.bytes(data);
+    Ok(())
+}
+
+/// The request body in the byte order of `drep`.
+impl Emit for Ndr<'_, PnioRequest> {
+    fn buffer_len(&self) -> usize {
+        PNIO_REQUEST_NDR_LEN + self.body.data.len()
     }
 
-    /// Emit the body in the byte order of `drep`.
-    pub fn emit(&self, drep: Drep) -> Result<Vec<u8>> {
-        let e = drep.endian();
-        let len =
-            u32::try_from(self.data.len()).map_err(|_| Error::Malformed("NDR data too long"))?;
-        let mut out = Vec::with_capacity(self.buffer_len());
-        e.put_u32(&mut out, self.args_maximum);
-        e.put_u32(&mut out, len);
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        let (e, b) = (self.drep.endian(), self.body);
+        let len = ndr_data_len(&b.data)?;
+        e.put_u32(&mut w.buf, b.args_maximum);
         // MaximumCount: ArgsMaximum (as every controller sends), never below ActualCount.
-        e.put_u32(&mut out, self.args_maximum.max(len));
-        e.put_u32(&mut out, 0);
-        e.put_u32(&mut out, len);
-        out.extend_from_slice(&self.data);
-        Ok(out)
+        put_array(w, e, b.args_maximum.max(len), &b.data)
     }
 }
 
@@ -127,23 +139,18 @@ impl PnioResponse {
             data,
         })
     }
+}
 
-    pub fn buffer_len(&self) -> usize {
-        PNIO_RESPONSE_NDR_LEN + self.data.len()
+/// The response body in the byte order of `drep`.
+impl Emit for Ndr<'_, PnioResponse> {
+    fn buffer_len(&self) -> usize {
+        PNIO_RESPONSE_NDR_LEN + self.body.data.len()
     }
 
-    /// Emit the body in the byte order of `drep`.
-    pub fn emit(&self, drep: Drep) -> Result<Vec<u8>> {
-        let e = drep.endian();
-        let len =
-            u32::try_from(self.data.len()).map_err(|_| Error::Malformed("NDR data too long"))?;
-        let mut out = Vec::with_capacity(self.buffer_len());
-        e.put_u32(&mut out, self.status.as_u32());
-        e.put_u32(&mut out, len);
-        e.put_u32(&mut out, self.args_maximum);
-        e.put_u32(&mut out, 0);
-        e.put_u32(&mut out, len);
-        out.extend_from_slice(&self.data);
-        Ok(out)
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        let (e, b) = (self.drep.endian(), self.body);
+        ndr_data_len(&b.data)?;
+        e.put_u32(&mut w.buf, b.status.as_u32());
+        put_array(w, e, b.args_maximum, &b.data)
     }
 }

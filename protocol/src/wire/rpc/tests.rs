@@ -1,5 +1,6 @@
 use super::*;
 use crate::wire::pnio::PnioStatus;
+use crate::wire::Emit;
 use proptest::prelude::*;
 
 #[test]
@@ -58,7 +59,7 @@ fn sample_header(drep: Drep) -> RpcHeader {
 fn header_both_endians() {
     for drep in [Drep::LITTLE_ENDIAN, Drep::BIG_ENDIAN] {
         let h = sample_header(drep);
-        let p = RpcPacket::new(h, vec![1, 2, 3]).emit().unwrap();
+        let p = RpcPacket::new(h, vec![1, 2, 3]).to_bytes().unwrap();
         assert_eq!(p.len(), 83);
         let q = RpcPacket::parse(&p).unwrap();
         assert_eq!(q.body, vec![1, 2, 3]);
@@ -96,20 +97,21 @@ fn response_header() {
 #[test]
 fn ndr_headers() {
     let req = PnioRequest::new(0x1000, vec![0xAA; 5]);
-    let le = req.emit(Drep::LITTLE_ENDIAN).unwrap();
+    let le = req.ndr(Drep::LITTLE_ENDIAN).to_bytes().unwrap();
     assert_eq!(&le[..8], &[0, 0x10, 0, 0, 5, 0, 0, 0]);
     assert_eq!(PnioRequest::parse(&le, Drep::LITTLE_ENDIAN).unwrap(), req);
-    let be = req.emit(Drep::BIG_ENDIAN).unwrap();
+    let be = req.ndr(Drep::BIG_ENDIAN).to_bytes().unwrap();
     assert_eq!(PnioRequest::parse(&be, Drep::BIG_ENDIAN).unwrap(), req);
     let res = PnioResponse::to_request(&req, PnioStatus::new(0xDB, 0x81, 0x40, 0x04), vec![]);
-    let le = res.emit(Drep::LITTLE_ENDIAN).unwrap();
+    let le = res.ndr(Drep::LITTLE_ENDIAN).to_bytes().unwrap();
     assert_eq!(&le[..4], &[0x04, 0x40, 0x81, 0xDB]);
     assert_eq!(PnioResponse::parse(&le, Drep::LITTLE_ENDIAN).unwrap(), res);
-    let be = res.emit(Drep::BIG_ENDIAN).unwrap();
+    let be = res.ndr(Drep::BIG_ENDIAN).to_bytes().unwrap();
     assert_eq!(&be[..4], &[0xDB, 0x81, 0x40, 0x04]);
     // Truncated data and inconsistent counts are errors.
     let mut bad = PnioRequest::new(10, vec![1; 4])
-        .emit(Drep::BIG_ENDIAN)
+        .ndr(Drep::BIG_ENDIAN)
+        .to_bytes()
         .unwrap();
     bad.pop();
     assert_eq!(
@@ -120,7 +122,7 @@ fn ndr_headers() {
     assert!(PnioRequest::parse(&bad, Drep::BIG_ENDIAN).is_err());
     // ArgsMaximum below the data length: MaximumCount still covers the data, re-parse works.
     let small = PnioRequest::new(1, vec![7; 3]);
-    let b = small.emit(Drep::LITTLE_ENDIAN).unwrap();
+    let b = small.ndr(Drep::LITTLE_ENDIAN).to_bytes().unwrap();
     assert_eq!(&b[8..12], &[3, 0, 0, 0]);
     assert_eq!(PnioRequest::parse(&b, Drep::LITTLE_ENDIAN).unwrap(), small);
 }
@@ -136,14 +138,20 @@ fn fack_and_fault() {
         selack: vec![0x5],
     };
     for d in [Drep::LITTLE_ENDIAN, Drep::BIG_ENDIAN] {
-        assert_eq!(FackBody::parse(&f.emit(d).unwrap(), d).unwrap(), f);
+        assert_eq!(
+            FackBody::parse(&f.ndr(d).to_bytes().unwrap(), d).unwrap(),
+            f
+        );
         let fb = FaultBody {
             status: reject_status::NCA_UNK_IF,
         };
-        assert_eq!(FaultBody::parse(&fb.emit(d), d).unwrap(), fb);
+        assert_eq!(
+            FaultBody::parse(&fb.ndr(d).to_bytes().unwrap(), d).unwrap(),
+            fb
+        );
     }
     // A selack count larger than the body is an error, not an allocation.
-    let mut b = f.emit(Drep::BIG_ENDIAN).unwrap();
+    let mut b = f.ndr(Drep::BIG_ENDIAN).to_bytes().unwrap();
     b[14] = 0xff;
     assert_eq!(FackBody::parse(&b, Drep::BIG_ENDIAN), Err(Error::Truncated));
 }
@@ -209,7 +217,7 @@ proptest! {
             fragment_len: body.len() as u16, fragment_num: fnum, auth_proto: auth,
         };
         let p = RpcPacket::new(h, body);
-        let bytes = p.emit().unwrap();
+        let bytes = p.to_bytes().unwrap();
         prop_assert_eq!(RpcPacket::parse(&bytes).unwrap(), p);
     }
 
@@ -219,9 +227,9 @@ proptest! {
         let d = if le { Drep::LITTLE_ENDIAN } else { Drep::BIG_ENDIAN };
         let am = am.max(data.len() as u32);
         let r = PnioRequest::new(am, data.clone());
-        prop_assert_eq!(PnioRequest::parse(&r.emit(d).unwrap(), d).unwrap(), r);
+        prop_assert_eq!(PnioRequest::parse(&r.ndr(d).to_bytes().unwrap(), d).unwrap(), r);
         let s = PnioResponse { status: PnioStatus::from_bytes(&st.to_be_bytes()).unwrap(), args_maximum: am, data };
-        prop_assert_eq!(PnioResponse::parse(&s.emit(d).unwrap(), d).unwrap(), s);
+        prop_assert_eq!(PnioResponse::parse(&s.ndr(d).to_bytes().unwrap(), d).unwrap(), s);
     }
 
     #[test]

@@ -14,6 +14,7 @@
 pub mod ber;
 
 use crate::wire::field::{Reader, Writer};
+use crate::wire::Emit;
 use crate::wire::{Error, Result};
 use ber::tag;
 
@@ -92,8 +93,8 @@ impl Value {
         })
     }
 
-    /// Bytes of the value's TLV.
-    pub fn buffer_len(&self) -> Result<usize> {
+    /// Bytes of the value's TLV (an error for an OID that cannot be encoded).
+    pub fn tlv_len(&self) -> Result<usize> {
         Ok(match self {
             Value::Integer(v) => ber::int_len(*v),
             Value::TimeTicks(v) => ber::int_len(i64::from(*v)),
@@ -102,8 +103,14 @@ impl Value {
             Value::Null | Value::NoSuchObject | Value::NoSuchInstance | Value::EndOfMibView => 2,
         })
     }
+}
 
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
+impl Emit for Value {
+    fn buffer_len(&self) -> usize {
+        self.tlv_len().unwrap_or(0)
+    }
+
+    fn emit(&self, w: &mut Writer) -> Result<()> {
         match self {
             Value::Integer(v) => ber::emit_int(w, tag::INTEGER, *v),
             Value::TimeTicks(v) => ber::emit_int(w, tag::TIMETICKS, i64::from(*v)),
@@ -133,7 +140,7 @@ pub struct VarBind {
 
 impl VarBind {
     fn content_len(&self) -> Result<usize> {
-        Ok(ber::tlv_len(ber::oid_content_len(&self.name)?) + self.value.buffer_len()?)
+        Ok(ber::tlv_len(ber::oid_content_len(&self.name)?) + self.value.tlv_len()?)
     }
 }
 
@@ -218,13 +225,15 @@ impl SnmpMessage {
             ber::int_len(self.version) + ber::tlv_len(self.community.len()) + ber::tlv_len(pdu);
         Ok((msg, pdu, vbl))
     }
+}
 
+impl Emit for SnmpMessage {
     /// Bytes of the emitted message (0 when it cannot be emitted: an invalid OID).
-    pub fn buffer_len(&self) -> usize {
+    fn buffer_len(&self) -> usize {
         self.lens().map_or(0, |(m, _, _)| ber::tlv_len(m))
     }
 
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
+    fn emit(&self, w: &mut Writer) -> Result<()> {
         let (msg, pdu, vbl) = self.lens()?;
         ber::emit_header(w, tag::SEQUENCE, msg)?;
         ber::emit_int(w, tag::INTEGER, self.version)?;
@@ -241,12 +250,6 @@ impl SnmpMessage {
             b.value.emit(w)?;
         }
         Ok(())
-    }
-
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut w = Writer::with_capacity(self.buffer_len());
-        self.emit(&mut w)?;
-        Ok(w.into_inner())
     }
 }
 

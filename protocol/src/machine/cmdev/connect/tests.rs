@@ -2,6 +2,7 @@ use super::*;
 use crate::wire::pnio::ar::ArProperties;
 use crate::wire::pnio::cm::tests::sample_connect_request;
 use crate::wire::pnio::iocr::TagHeader;
+use crate::wire::Emit;
 
 fn ok(req: &ConnectRequest) {
     assert_eq!(check_connect(req, &ConnectLimits::default()), Ok(()));
@@ -264,7 +265,7 @@ fn block_counts_are_checked() {
 
 #[test]
 fn parse_errors_name_the_faulty_block() {
-    let data = sample_connect_request().emit().unwrap();
+    let data = sample_connect_request().to_bytes().unwrap();
     assert!(parse_connect(&data).is_ok());
     // Cut the ARBlockReq's station name length field: BlockLength still claims the body.
     let mut cut = data.clone();

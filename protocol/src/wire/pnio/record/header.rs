@@ -179,7 +179,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> RecordHeader<T> {
         self.bm()
             .get_mut(field_off::STATUS)
             .ok_or(Error::Truncated)?
-            .copy_from_slice(&v.to_bytes());
+            .copy_from_slice(&v.octets());
         Ok(())
     }
 }
@@ -276,11 +276,8 @@ impl ReadReqHeaderRepr {
         self.ar_uuid == NIL_UUID
     }
 
-    pub const fn buffer_len(&self) -> usize {
-        HEADER_LEN
-    }
-
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, h: &mut RecordHeader<T>) -> Result<()> {
+    /// Set every field of the view `h` (its padding must be zero).
+    fn fill<T: AsRef<[u8]> + AsMut<[u8]>>(&self, h: &mut RecordHeader<T>) -> Result<()> {
         common_emit(
             h,
             block_type::IOD_READ_REQ_HEADER,
@@ -292,13 +289,6 @@ impl ReadReqHeaderRepr {
         if self.ar_uuid == NIL_UUID {
             h.set_target_ar_uuid(&self.target_ar_uuid)?;
         }
-        Ok(())
-    }
-
-    pub fn emit_to(&self, w: &mut Writer) -> Result<()> {
-        let mut buf = [0u8; HEADER_LEN];
-        self.emit(&mut RecordHeader::new_unchecked(&mut buf[..]))?;
-        w.bytes(&buf);
         Ok(())
     }
 }
@@ -342,11 +332,8 @@ impl ReadResHeaderRepr {
         })
     }
 
-    pub const fn buffer_len(&self) -> usize {
-        HEADER_LEN
-    }
-
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, h: &mut RecordHeader<T>) -> Result<()> {
+    /// Set every field of the view `h` (its padding must be zero).
+    fn fill<T: AsRef<[u8]> + AsMut<[u8]>>(&self, h: &mut RecordHeader<T>) -> Result<()> {
         common_emit(
             h,
             block_type::IOD_READ_RES_HEADER,
@@ -357,13 +344,6 @@ impl ReadResHeaderRepr {
         )?;
         h.set_add_val1(self.add_val1)?;
         h.set_add_val2(self.add_val2)
-    }
-
-    pub fn emit_to(&self, w: &mut Writer) -> Result<()> {
-        let mut buf = [0u8; HEADER_LEN];
-        self.emit(&mut RecordHeader::new_unchecked(&mut buf[..]))?;
-        w.bytes(&buf);
-        Ok(())
     }
 }
 
@@ -390,11 +370,8 @@ impl WriteReqHeaderRepr {
         })
     }
 
-    pub const fn buffer_len(&self) -> usize {
-        HEADER_LEN
-    }
-
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, h: &mut RecordHeader<T>) -> Result<()> {
+    /// Set every field of the view `h` (its padding must be zero).
+    fn fill<T: AsRef<[u8]> + AsMut<[u8]>>(&self, h: &mut RecordHeader<T>) -> Result<()> {
         common_emit(
             h,
             block_type::IOD_WRITE_REQ_HEADER,
@@ -403,13 +380,6 @@ impl WriteReqHeaderRepr {
             &self.address,
             self.record_data_length,
         )
-    }
-
-    pub fn emit_to(&self, w: &mut Writer) -> Result<()> {
-        let mut buf = [0u8; HEADER_LEN];
-        self.emit(&mut RecordHeader::new_unchecked(&mut buf[..]))?;
-        w.bytes(&buf);
-        Ok(())
     }
 }
 
@@ -456,11 +426,8 @@ impl WriteResHeaderRepr {
         })
     }
 
-    pub const fn buffer_len(&self) -> usize {
-        HEADER_LEN
-    }
-
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, h: &mut RecordHeader<T>) -> Result<()> {
+    /// Set every field of the view `h` (its padding must be zero).
+    fn fill<T: AsRef<[u8]> + AsMut<[u8]>>(&self, h: &mut RecordHeader<T>) -> Result<()> {
         common_emit(
             h,
             block_type::IOD_WRITE_RES_HEADER,
@@ -473,14 +440,35 @@ impl WriteResHeaderRepr {
         h.set_add_val2(self.add_val2)?;
         h.set_status(self.status)
     }
-
-    pub fn emit_to(&self, w: &mut Writer) -> Result<()> {
-        let mut buf = [0u8; HEADER_LEN];
-        self.emit(&mut RecordHeader::new_unchecked(&mut buf[..]))?;
-        w.bytes(&buf);
-        Ok(())
-    }
 }
+
+/// The record headers are fixed-layout: each emits by appending a zeroed header and setting
+/// its fields through the [`RecordHeader`] view.
+macro_rules! emit_through_view {
+    ($($repr:ty),*) => {$(
+        impl Emit for $repr {
+            fn buffer_len(&self) -> usize {
+                HEADER_LEN
+            }
+            fn emit(&self, w: &mut Writer) -> Result<()> {
+                let start = w.len();
+                w.zeros(HEADER_LEN);
+                let filled = self.fill(&mut RecordHeader::new_unchecked(&mut w.buf[start..]));
+                if filled.is_err() {
+                    w.truncate(start);
+                }
+                filled
+            }
+        }
+    )*};
+}
+
+emit_through_view!(
+    ReadReqHeaderRepr,
+    ReadResHeaderRepr,
+    WriteReqHeaderRepr,
+    WriteResHeaderRepr
+);
 
 pub(super) fn header_of(buf: &[u8]) -> Result<RecordHeader<&[u8]>> {
     let b = buf.get(..HEADER_LEN).ok_or(Error::Truncated)?;

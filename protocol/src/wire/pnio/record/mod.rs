@@ -35,7 +35,7 @@
 use crate::wire::field::{self, Writer};
 use crate::wire::pnio::block::{BlockHeader, BlockView};
 use crate::wire::pnio::PnioStatus;
-use crate::wire::{Error, Result};
+use crate::wire::{Emit, Error, Result};
 
 /// A UUID as it appears inside PNIO blocks: 16 bytes in canonical (big-endian) order.
 pub type Uuid = [u8; 16];

@@ -32,21 +32,17 @@ impl ReadRequest {
             extra: buf[HEADER_LEN..].to_vec(),
         })
     }
+}
 
-    pub fn buffer_len(&self) -> usize {
+impl Emit for ReadRequest {
+    fn buffer_len(&self) -> usize {
         HEADER_LEN + self.extra.len()
     }
 
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
-        self.header.emit_to(w)?;
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        self.header.emit(w)?;
         w.bytes(&self.extra);
         Ok(())
-    }
-
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut w = Writer::with_capacity(self.buffer_len());
-        self.emit(&mut w)?;
-        Ok(w.into_inner())
     }
 }
 
@@ -101,29 +97,25 @@ impl ReadResponse {
         })
     }
 
-    pub fn buffer_len(&self) -> usize {
-        HEADER_LEN + self.data.len()
-    }
-
-    /// Emit; the header's RecordDataLength must match the data.
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
-        if len_usize(self.header.record_data_length)? != self.data.len() {
-            return Err(Error::Malformed("RecordDataLength does not match the data"));
-        }
-        self.header.emit_to(w)?;
-        w.bytes(&self.data);
-        Ok(())
-    }
-
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut w = Writer::with_capacity(self.buffer_len());
-        self.emit(&mut w)?;
-        Ok(w.into_inner())
-    }
-
     /// The record data as a sequence of PNIO blocks (for I&M, diagnosis, identification).
     pub fn blocks(&self) -> impl Iterator<Item = Result<BlockView<'_>>> {
         crate::wire::pnio::block::blocks(&self.data)
+    }
+}
+
+/// Emits only when the header's RecordDataLength matches the data.
+impl Emit for ReadResponse {
+    fn buffer_len(&self) -> usize {
+        HEADER_LEN + self.data.len()
+    }
+
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        if len_usize(self.header.record_data_length)? != self.data.len() {
+            return Err(Error::Malformed("RecordDataLength does not match the data"));
+        }
+        self.header.emit(w)?;
+        w.bytes(&self.data);
+        Ok(())
     }
 }
 
@@ -276,16 +268,27 @@ impl WriteRequest {
         })
     }
 
-    pub fn buffer_len(&self) -> usize {
+    /// The records of this request as (header, data) pairs: one for a single write, all
+    /// inner ones for a MultipleWrite.
+    pub fn records(&self) -> Vec<(WriteReqHeaderRepr, &[u8])> {
+        match &self.body {
+            WriteBody::Single(d) => vec![(self.header, d.as_slice())],
+            WriteBody::Multiple(r) => r.iter().map(|r| (r.header, r.data.as_slice())).collect(),
+        }
+    }
+}
+
+/// Emits only when the outer RecordDataLength matches the body (use the constructors).
+impl Emit for WriteRequest {
+    fn buffer_len(&self) -> usize {
         HEADER_LEN + self.body_len()
     }
 
-    /// Emit; the outer RecordDataLength must match the body (use the constructors).
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
+    fn emit(&self, w: &mut Writer) -> Result<()> {
         if len_usize(self.header.record_data_length)? != self.body_len() {
             return Err(Error::Malformed("RecordDataLength does not match the data"));
         }
-        self.header.emit_to(w)?;
+        self.header.emit(w)?;
         match &self.body {
             WriteBody::Single(d) => {
                 w.bytes(d);
@@ -296,7 +299,7 @@ impl WriteRequest {
                     if len_usize(r.header.record_data_length)? != r.data.len() {
                         return Err(Error::Malformed("inner RecordDataLength mismatch"));
                     }
-                    r.header.emit_to(w)?;
+                    r.header.emit(w)?;
                     w.bytes(&r.data);
                     if i + 1 < n {
                         w.zeros(pad4(r.data.len()));
@@ -307,21 +310,6 @@ impl WriteRequest {
             }
         }
         Ok(())
-    }
-
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut w = Writer::with_capacity(self.buffer_len());
-        self.emit(&mut w)?;
-        Ok(w.into_inner())
-    }
-
-    /// The records of this request as (header, data) pairs: one for a single write, all
-    /// inner ones for a MultipleWrite.
-    pub fn records(&self) -> Vec<(WriteReqHeaderRepr, &[u8])> {
-        match &self.body {
-            WriteBody::Single(d) => vec![(self.header, d.as_slice())],
-            WriteBody::Multiple(r) => r.iter().map(|r| (r.header, r.data.as_slice())).collect(),
-        }
     }
 }
 
@@ -392,24 +380,6 @@ impl WriteResponse {
         Ok(WriteResponse { header, records })
     }
 
-    pub fn buffer_len(&self) -> usize {
-        HEADER_LEN * (1 + self.records.len())
-    }
-
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
-        self.header.emit_to(w)?;
-        for r in &self.records {
-            r.emit_to(w)?;
-        }
-        Ok(())
-    }
-
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut w = Writer::with_capacity(self.buffer_len());
-        self.emit(&mut w)?;
-        Ok(w.into_inner())
-    }
-
     /// The first non-OK status (outer first, then per record), or OK.
     pub fn overall_status(&self) -> PnioStatus {
         core::iter::once(&self.header)
@@ -417,6 +387,17 @@ impl WriteResponse {
             .map(|h| h.status)
             .find(|s| !s.is_ok())
             .unwrap_or(PnioStatus::OK)
+    }
+}
+
+impl Emit for WriteResponse {
+    fn buffer_len(&self) -> usize {
+        HEADER_LEN * (1 + self.records.len())
+    }
+
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        self.header.emit(w)?;
+        self.records.emit(w)
     }
 }
 
@@ -442,8 +423,10 @@ impl RecordPdu {
             _ => Err(Error::Unsupported("not a record header BlockType")),
         }
     }
+}
 
-    pub fn buffer_len(&self) -> usize {
+impl Emit for RecordPdu {
+    fn buffer_len(&self) -> usize {
         match self {
             RecordPdu::ReadReq(p) => p.buffer_len(),
             RecordPdu::ReadRes(p) => p.buffer_len(),
@@ -452,19 +435,13 @@ impl RecordPdu {
         }
     }
 
-    pub fn emit(&self, w: &mut Writer) -> Result<()> {
+    fn emit(&self, w: &mut Writer) -> Result<()> {
         match self {
             RecordPdu::ReadReq(p) => p.emit(w),
             RecordPdu::ReadRes(p) => p.emit(w),
             RecordPdu::WriteReq(p) => p.emit(w),
             RecordPdu::WriteRes(p) => p.emit(w),
         }
-    }
-
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut w = Writer::with_capacity(self.buffer_len());
-        self.emit(&mut w)?;
-        Ok(w.into_inner())
     }
 }
 

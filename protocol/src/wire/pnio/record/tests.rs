@@ -95,7 +95,7 @@ fn multiple_write_with_padded_last_record_round_trips() {
 #[test]
 fn errors_are_named_and_placed() {
     let s = rw_error::read(rw_error::ACC_INVALID_INDEX, 0);
-    assert_eq!(s.to_bytes(), [0xDE, 0x80, 0xB0, 0x00]);
+    assert_eq!(s.octets(), [0xDE, 0x80, 0xB0, 0x00]);
     let req = WriteReqHeaderRepr {
         seq_number: 3,
         ar_uuid: AR,

@@ -15,7 +15,7 @@
 use crate::wire::dcp::NameOfStation;
 use crate::wire::ethernet::{self, EthernetRepr, MacAddr};
 use crate::wire::field::{Reader, Writer};
-use crate::wire::{Error, Result};
+use crate::wire::{Emit, Error, Result};
 use std::net::Ipv4Addr;
 
 /// TLV type numbers.
@@ -195,6 +195,14 @@ impl PnTlv {
             PnTlv::Other { subtype, .. } => *subtype,
         }
     }
+    fn value_len(&self) -> usize {
+        match self {
+            PnTlv::MeasuredDelay { .. } => 20,
+            PnTlv::PortStatus { .. } => 4,
+            PnTlv::ChassisMac(_) => 6,
+            PnTlv::Other { data, .. } => data.len(),
+        }
+    }
     fn encode(&self, w: &mut Writer) {
         match self {
             PnTlv::MeasuredDelay {
@@ -366,6 +374,22 @@ impl Tlv {
         }
     }
 
+    /// Number of value bytes `encode_value` writes.
+    fn value_len(&self) -> usize {
+        match self {
+            Tlv::End => 0,
+            Tlv::ChassisId { id, .. } | Tlv::PortId { id, .. } => 1 + id.len(),
+            Tlv::Ttl(_) => 2,
+            Tlv::PortDescription(b) | Tlv::SystemName(b) | Tlv::SystemDescription(b) => b.len(),
+            Tlv::SystemCapabilities { .. } => 4,
+            Tlv::ManagementAddress { addr, oid, .. } => 8 + addr.len() + oid.len(),
+            Tlv::Profinet(p) => 4 + p.value_len(),
+            Tlv::MacPhy { .. } => 9,
+            Tlv::OrgSpecific { data, .. } => 4 + data.len(),
+            Tlv::Other { data, .. } => data.len(),
+        }
+    }
+
     /// Encode the value bytes (after the TLV header).
     fn encode_value(&self, w: &mut Writer) -> Result<()> {
         match self {
@@ -424,6 +448,13 @@ impl Tlv {
         }
         Ok(())
     }
+}
+
+/// Type/length word and value; fails for a type above 127 or a value longer than 511 bytes.
+impl Emit for Tlv {
+    fn buffer_len(&self) -> usize {
+        2 + self.value_len()
+    }
 
     fn emit(&self, w: &mut Writer) -> Result<()> {
         let t = self.tlv_type();
@@ -432,11 +463,17 @@ impl Tlv {
         }
         let at = w.len();
         w.u16(0);
-        self.encode_value(w)?;
-        let len = w.len() - at - 2;
-        if len > 0x1ff {
-            return Err(Error::Malformed("LLDP TLV longer than 511 bytes"));
-        }
+        let len = self.encode_value(w).and_then(|()| match w.len() - at - 2 {
+            n if n > 0x1ff => Err(Error::Malformed("LLDP TLV longer than 511 bytes")),
+            n => Ok(n),
+        });
+        let len = match len {
+            Ok(n) => n,
+            Err(e) => {
+                w.truncate(at);
+                return Err(e);
+            }
+        };
         w.patch_u16(at, (u16::from(t) << 9) | len as u16);
         Ok(())
     }
@@ -446,6 +483,17 @@ impl Tlv {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct LldpRepr {
     pub tlvs: Vec<Tlv>,
+}
+
+/// The TLVs in order (no padding).
+impl Emit for LldpRepr {
+    fn buffer_len(&self) -> usize {
+        self.tlvs.buffer_len()
+    }
+
+    fn emit(&self, w: &mut Writer) -> Result<()> {
+        self.tlvs.emit(w)
+    }
 }
 
 impl LldpRepr {
@@ -478,15 +526,6 @@ impl LldpRepr {
         Ok((eth, LldpRepr::parse(payload)?))
     }
 
-    /// Encode the TLVs (no padding).
-    pub fn emit(&self) -> Result<Vec<u8>> {
-        let mut w = Writer::new();
-        for t in &self.tlvs {
-            t.emit(&mut w)?;
-        }
-        Ok(w.into_inner())
-    }
-
     /// A complete frame to the LLDP multicast address from `src`, padded to 60 bytes.
     pub fn build_frame(&self, src: MacAddr) -> Result<Vec<u8>> {
         let eth = EthernetRepr {
@@ -495,7 +534,7 @@ impl LldpRepr {
             vlan: None,
             ethertype: ethernet::ethertype::LLDP,
         };
-        Ok(eth.build(&self.emit()?))
+        Ok(eth.build(&self.to_bytes()?))
     }
 
     pub fn chassis_id(&self) -> Option<(u8, &[u8])> {
@@ -542,149 +581,8 @@ impl LldpRepr {
     }
 }
 
-/// How Chassis ID and Port ID are formed (PDInterfaceAdjust MultipleInterfaceMode.NameOfDevice;
-/// p-net `pf_lldp_get_chassis_id` / `pf_lldp_get_port_id`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum NameOfDeviceMode {
-    /// Chassis ID = system description (locally assigned); Port ID =
-    /// "port-xyz.<NameOfStation>" (p-net default; S7-1500 and ET200SP do this).
-    #[default]
-    Standard,
-    /// Chassis ID = NameOfStation (locally assigned, or the MAC address with subtype 4 when no
-    /// name is set); Port ID = "port-xyz".
-    Legacy,
-}
-
-/// What a PROFINET device puts in its LLDP frames (one per port).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeviceLldpConfig {
-    pub mode: NameOfDeviceMode,
-    pub station_name: Option<NameOfStation>,
-    /// Chassis ID in standard mode (p-net: product name, order id, serial, versions).
-    pub system_description: String,
-    /// "port-001" etc.
-    pub port_name: String,
-    /// Interface (chassis) MAC address: PROFINET Chassis MAC TLV and fallback names.
-    pub chassis_mac: MacAddr,
-    /// Seconds; PROFINET uses 20.
-    pub ttl: u16,
-    pub rtc2_port_status: u16,
-    pub rtc3_port_status: u16,
-    /// [`autoneg`] bits.
-    pub autoneg: u8,
-    /// [`pmd_cap`] bits.
-    pub pmd_advertised: u16,
-    /// [`mau_type`] value.
-    pub mau_type: u16,
-    pub ipv4: Ipv4Addr,
-    /// ifIndex of the management interface.
-    pub if_index: u32,
-}
-
-impl DeviceLldpConfig {
-    /// Defaults for a 100BASE-TX full-duplex port with auto-negotiation, TTL 20.
-    pub fn new(
-        station_name: Option<NameOfStation>,
-        chassis_mac: MacAddr,
-        ipv4: Ipv4Addr,
-    ) -> DeviceLldpConfig {
-        DeviceLldpConfig {
-            mode: NameOfDeviceMode::Standard,
-            station_name,
-            system_description: String::new(),
-            port_name: "port-001".to_owned(),
-            chassis_mac,
-            ttl: 20,
-            rtc2_port_status: 0,
-            rtc3_port_status: 0,
-            autoneg: autoneg::SUPPORTED | autoneg::ENABLED,
-            pmd_advertised: pmd_cap::B10_T
-                | pmd_cap::B10_T_FD
-                | pmd_cap::B100_TX
-                | pmd_cap::B100_TX_FD,
-            mau_type: mau_type::TYPE_100BASE_TX_FD,
-            ipv4,
-            if_index: 1,
-        }
-    }
-
-    /// "XX-XX-XX-XX-XX-XX": the substitute for a missing NameOfStation in the Port ID
-    /// (p-net `pf_lldp_mac_address_to_string`, "LLDP substitutions").
-    fn mac_string(&self) -> String {
-        self.chassis_mac
-            .0
-            .iter()
-            .map(|b| format!("{b:02X}"))
-            .collect::<Vec<_>>()
-            .join("-")
-    }
-
-    /// The TLV set p-net sends (`pf_lldp_construct_frame`): Chassis ID, Port ID, TTL,
-    /// PROFINET Port Status, PROFINET Chassis MAC, IEEE 802.3 MAC/PHY, Management Address
-    /// (IPv4, ifIndex, no OID), End.
-    pub fn build(&self) -> LldpRepr {
-        let (chassis, port) = match self.mode {
-            NameOfDeviceMode::Standard => {
-                let station = match &self.station_name {
-                    Some(n) => n.as_str().to_owned(),
-                    None => self.mac_string(),
-                };
-                let mut chassis = self.system_description.as_bytes().to_vec();
-                if chassis.is_empty() {
-                    chassis = station.as_bytes().to_vec();
-                }
-                (
-                    Tlv::ChassisId {
-                        subtype: chassis_subtype::LOCALLY_ASSIGNED,
-                        id: chassis,
-                    },
-                    format!("{}.{}", self.port_name, station),
-                )
-            }
-            NameOfDeviceMode::Legacy => (
-                match &self.station_name {
-                    Some(n) => Tlv::ChassisId {
-                        subtype: chassis_subtype::LOCALLY_ASSIGNED,
-                        id: n.as_bytes().to_vec(),
-                    },
-                    None => Tlv::ChassisId {
-                        subtype: chassis_subtype::MAC_ADDRESS,
-                        id: self.chassis_mac.0.to_vec(),
-                    },
-                },
-                self.port_name.clone(),
-            ),
-        };
-        LldpRepr {
-            tlvs: vec![
-                chassis,
-                Tlv::PortId {
-                    subtype: port_subtype::LOCALLY_ASSIGNED,
-                    id: port.into_bytes(),
-                },
-                Tlv::Ttl(self.ttl),
-                Tlv::Profinet(PnTlv::PortStatus {
-                    rtc2: self.rtc2_port_status,
-                    rtc3: self.rtc3_port_status,
-                }),
-                Tlv::Profinet(PnTlv::ChassisMac(self.chassis_mac)),
-                Tlv::MacPhy {
-                    autoneg: self.autoneg,
-                    pmd_advertised: self.pmd_advertised,
-                    mau_type: self.mau_type,
-                },
-                Tlv::ManagementAddress {
-                    addr_subtype: mgmt::ADDR_IPV4,
-                    addr: self.ipv4.octets().to_vec(),
-                    if_subtype: mgmt::IF_INDEX,
-                    if_number: self.if_index,
-                    oid: Vec::new(),
-                },
-                Tlv::End,
-            ],
-        }
-    }
-}
+mod device;
+pub use device::{DeviceLldpConfig, NameOfDeviceMode};
 
 #[cfg(test)]
 mod tests {
@@ -722,7 +620,7 @@ mod tests {
             mau_type: mau_type::TYPE_100BASE_TX_FD
         }));
         assert_eq!(r.tlvs.last(), Some(&Tlv::End));
-        assert_eq!(r.emit().unwrap(), pdu);
+        assert_eq!(r.to_bytes().unwrap(), pdu);
     }
 
     #[test]
@@ -739,7 +637,7 @@ mod tests {
             r.peer_station_and_port(),
             Some((&b"dev1"[..], &b"port-001"[..]))
         );
-        let bytes = r.emit().unwrap();
+        let bytes = r.to_bytes().unwrap();
         assert_eq!(LldpRepr::parse(&bytes).unwrap(), r);
         cfg.mode = NameOfDeviceMode::Legacy;
         cfg.station_name = None;
@@ -765,6 +663,6 @@ mod tests {
                 data: vec![0x14]
             }
         );
-        assert_eq!(r.emit().unwrap(), pdu);
+        assert_eq!(r.to_bytes().unwrap(), pdu);
     }
 }
