@@ -20,6 +20,15 @@ cargo clippy --workspace --all-targets $HOOKS -- -D warnings
 echo "== build (binaries the integration tests start)"
 cargo build --workspace --bins $HOOKS
 
+# The tests that start the daemon take the binary just built instead of running
+# `cargo build -p pn-device` themselves (pn_testkit::daemon::device_bin): under nextest every
+# test is a process of its own, and in a fresh clone the first of those builds (its own feature
+# set) held every other test on cargo's lock for about 35 s.
+PN_DEVICE_BIN="$(cargo metadata --format-version 1 --no-deps \
+  | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/debug/pn-device"
+export PN_DEVICE_BIN
+[ -x "$PN_DEVICE_BIN" ] || { echo "no daemon binary at $PN_DEVICE_BIN"; exit 1; }
+
 echo "== the workspace's tests (cargo nextest)"
 # One pool of test processes over all the test binaries (.config/nextest.toml says why and
 # which tests are grouped or started first); the benches and doctests run below with cargo test
