@@ -35,7 +35,10 @@ use crate::wire::Emit;
 
 mod cm;
 mod dcp;
+mod link;
 mod service;
+
+use link::Link;
 
 const DEV: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x02]);
 const CTL: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x01]);
@@ -224,79 +227,115 @@ struct Side {
     stalled_until: Instant,
 }
 
-struct InFlight {
-    at: Instant,
-    order: u64,
-    to_device: bool,
-    frame: Vec<u8>,
+/// The cyclic part of one simulation: both sides' providers and consumers, the alarm
+/// transport and the simulated link, stepped over simulated time ([`Cyclic::step`]) with the
+/// invariants checked after every step.
+struct Cyclic<'a> {
+    cfg: &'a SimConfig,
+    rep: Report,
+    t: CyclicTiming,
+    rng: Rng,
+    dhf: u16,
+    dht: Duration,
+    /// The simulation's time step (a quarter of the cycle).
+    step: Duration,
+    /// The device's DataHoldFactor (one less with the planted off-by-one).
+    dev_dhf: u16,
+    dev_dht: Duration,
+    limit: u64,
+    /// Side 0: the device (provides the input CR, consumes the output CR); side 1: the
+    /// controller.
+    sides: [Side; 2],
+    dev_rta: RtaMachine,
+    ctl_rta: RtaMachine,
+    alarm_times: Vec<Instant>,
+    next_alarm: u32,
+    delivered: Vec<u32>,
+    link: Link,
+    buf: [u8; 256],
 }
 
-/// Run one simulation. One loop over simulated time: its steps (providers, alarm transport,
-/// link delivery, consumers, invariant checks) share a dozen locals, and splitting it would
-/// thread them all through helpers, so it stays one function longer than 150 lines.
-pub fn run(cfg: &SimConfig) -> Report {
-    let mut rep = Report::default();
-    let Ok(t) = CyclicTiming::new(cfg.send_clock_factor, cfg.reduction_ratio) else {
-        rep.violations.push("invalid timing".into());
-        return rep;
-    };
-    let mut rng = Rng::new(cfg.seed);
-    let dhf = cfg.data_hold_factor.max(1);
-    let dht = t.interval().saturating_mul(u64::from(dhf));
-    let step = Duration((t.interval().0 / 4).max(1));
-    let eth = |src, dst| EthernetRepr {
-        dst,
-        src,
-        vlan: Some(VlanTag::RT_CYCLIC),
-        ethertype: ethertype::PROFINET,
-    };
-    let dev_dhf = match cfg.plant {
-        Some(Plant::WatchdogOffByOne) => dhf.saturating_sub(1).max(1),
-        _ => dhf,
-    };
-    let zero = Instant::ZERO;
-    // Side 0: the device (provides the input CR, consumes the output CR); side 1: the
-    // controller.
-    let mut sides = [
-        Side {
-            provider: Provider::new(eth(DEV, CTL), IN_FID, t, zero, 0),
-            rx: Rx::new(OUT_FID, CTL, t, dev_dhf, zero),
-            stalled_until: zero,
-        },
-        Side {
-            provider: Provider::new(eth(CTL, DEV), OUT_FID, t, zero, 0),
-            rx: Rx::new(IN_FID, DEV, t, dhf, zero),
-            stalled_until: zero,
-        },
-    ];
-    let rta_cfg = |local, remote| {
-        let mut c = RtaConfig::new(AlarmPriority::Low, local, remote, 1, 3);
-        c.max_queue = 64;
-        c
-    };
-    let mut dev_rta = RtaMachine::new(rta_cfg(1, 2));
-    let mut ctl_rta = RtaMachine::new(rta_cfg(2, 1));
-    let alarm_times: Vec<Instant> = (0..cfg.alarms)
-        .map(|_| Instant(rng.next() % cfg.duration.0.max(1)))
-        .collect();
-    let mut next_alarm = 0u32;
-    let mut delivered: Vec<u32> = Vec::new();
-    let mut link = Link::new(cfg.seed);
-    let mut buf = [0u8; 256];
-    // A quiet tail without impairments lets the alarm transport finish.
-    let quiet_from = zero + cfg.duration;
-    let end = zero + cfg.duration + Duration::from_millis(1500);
-    let mut now = zero;
-    let dev_dht = t.interval().saturating_mul(u64::from(dev_dhf));
-    let limit = u64::from(dev_dhf);
-    while now <= end {
-        let impaired = now < quiet_from;
-        let mut device_tripped = false;
+impl<'a> Cyclic<'a> {
+    /// `None` for a timing the standard does not allow.
+    fn new(cfg: &'a SimConfig) -> Option<Cyclic<'a>> {
+        let t = CyclicTiming::new(cfg.send_clock_factor, cfg.reduction_ratio).ok()?;
+        let mut rng = Rng::new(cfg.seed);
+        let dhf = cfg.data_hold_factor.max(1);
+        let dht = t.interval().saturating_mul(u64::from(dhf));
+        let step = Duration((t.interval().0 / 4).max(1));
+        let eth = |src, dst| EthernetRepr {
+            dst,
+            src,
+            vlan: Some(VlanTag::RT_CYCLIC),
+            ethertype: ethertype::PROFINET,
+        };
+        let dev_dhf = match cfg.plant {
+            Some(Plant::WatchdogOffByOne) => dhf.saturating_sub(1).max(1),
+            _ => dhf,
+        };
+        let zero = Instant::ZERO;
+        let sides = [
+            Side {
+                provider: Provider::new(eth(DEV, CTL), IN_FID, t, zero, 0),
+                rx: Rx::new(OUT_FID, CTL, t, dev_dhf, zero),
+                stalled_until: zero,
+            },
+            Side {
+                provider: Provider::new(eth(CTL, DEV), OUT_FID, t, zero, 0),
+                rx: Rx::new(IN_FID, DEV, t, dhf, zero),
+                stalled_until: zero,
+            },
+        ];
+        let rta_cfg = |local, remote| {
+            let mut c = RtaConfig::new(AlarmPriority::Low, local, remote, 1, 3);
+            c.max_queue = 64;
+            c
+        };
+        let alarm_times: Vec<Instant> = (0..cfg.alarms)
+            .map(|_| Instant(rng.next() % cfg.duration.0.max(1)))
+            .collect();
+        Some(Cyclic {
+            cfg,
+            rep: Report::default(),
+            t,
+            rng,
+            dhf,
+            dht,
+            step,
+            dev_dhf,
+            dev_dht: t.interval().saturating_mul(u64::from(dev_dhf)),
+            limit: u64::from(dev_dhf),
+            sides,
+            dev_rta: RtaMachine::new(rta_cfg(1, 2)),
+            ctl_rta: RtaMachine::new(rta_cfg(2, 1)),
+            alarm_times,
+            next_alarm: 0,
+            delivered: Vec::new(),
+            link: Link::new(cfg.seed),
+            buf: [0u8; 256],
+        })
+    }
+
+    /// One step at `now`; `impaired`: loss, delay, duplication and stalls apply.
+    fn step(&mut self, now: Instant, impaired: bool) {
+        self.deliver(now);
+        let device_tripped = self.providers(now, impaired);
+        self.alarms(now, impaired);
+        self.supervise(now, device_tripped);
+        self.alarm_events(now);
+    }
+
+    fn deliver(&mut self, now: Instant) {
         // 1. Deliver what is due, in time order (same time: sending order), before anyone acts
         // at `now`: a frame that arrived before `now` is seen by a check made at `now`.
-        link.in_flight.sort_by_key(|f| (f.at, f.order));
-        let due = link.in_flight.iter().take_while(|f| f.at <= now).count();
-        for f in link.in_flight.drain(..due).collect::<Vec<_>>() {
+        self.link.in_flight.sort_by_key(|f| (f.at, f.order));
+        let due = self
+            .link
+            .in_flight
+            .iter()
+            .take_while(|f| f.at <= now)
+            .count();
+        for f in self.link.in_flight.drain(..due).collect::<Vec<_>>() {
             let side = usize::from(!f.to_device);
             let Ok((e, payload)) = EthernetRepr::parse_frame(&f.frame) else {
                 continue;
@@ -304,14 +343,14 @@ pub fn run(cfg: &SimConfig) -> Report {
             let fid = u16::from_be_bytes([payload[0], payload[1]]);
             if fid == 0xFE01 {
                 let m = if f.to_device {
-                    &mut dev_rta
+                    &mut self.dev_rta
                 } else {
-                    &mut ctl_rta
+                    &mut self.ctl_rta
                 };
                 m.handle(&payload[2..], f.at);
                 continue;
             }
-            let rx = &mut sides[side].rx;
+            let rx = &mut self.sides[side].rx;
             // The simulator's own record: new data = a CycleCounter ahead of the last one
             // it delivered (the rule the standard gives, p-net pf_cpm_check_cycle).
             let counter = cycle_counter_of(payload);
@@ -327,16 +366,21 @@ pub fn run(cfg: &SimConfig) -> Report {
             }
             rx.consumer.on_rt_payload(f.at, e.src, payload);
         }
+    }
+
+    /// Returns whether the device's data-hold timer tripped.
+    fn providers(&mut self, now: Instant, impaired: bool) -> bool {
+        let mut device_tripped = false;
         // 2. Providers send (unless stalled).
-        for (i, side) in sides.iter_mut().enumerate() {
-            if impaired && side.stalled_until <= now && rng.chance(cfg.stall.0 / 4.0) {
-                let cycles = 1 + rng.next() % u64::from(cfg.stall.1.max(1));
-                side.stalled_until = now + t.interval().saturating_mul(cycles);
+        for (i, side) in self.sides.iter_mut().enumerate() {
+            if impaired && side.stalled_until <= now && self.rng.chance(self.cfg.stall.0 / 4.0) {
+                let cycles = 1 + self.rng.next() % u64::from(self.cfg.stall.1.max(1));
+                side.stalled_until = now + self.t.interval().saturating_mul(cycles);
             }
             if side.stalled_until > now {
                 continue;
             }
-            if let Ok(Some(n)) = side.provider.poll_send(now, &[i as u8; 8], &mut buf) {
+            if let Ok(Some(n)) = side.provider.poll_send(now, &[i as u8; 8], &mut self.buf) {
                 if i == 0 {
                     // The device's executed interval: its data-hold timer runs here, as in
                     // the daemon's real-time loop.
@@ -344,18 +388,29 @@ pub fn run(cfg: &SimConfig) -> Report {
                     rx.intervals_since_new += 1;
                     let frames = rx.consumer.stats().new_data;
                     if let Some(last) = rx.consumer.last_new_data() {
-                        let hold = rx
-                            .hold
-                            .get_or_insert_with(|| DataHold::new(dev_dht, t.interval(), frames));
+                        let hold = rx.hold.get_or_insert_with(|| {
+                            DataHold::new(self.dev_dht, self.t.interval(), frames)
+                        });
                         device_tripped |= hold.on_interval(now, frames, last).is_some();
                     }
                 }
-                link.send(cfg, &mut rep, impaired, now, i == 1, buf[..n].to_vec());
+                self.link.send(
+                    self.cfg,
+                    &mut self.rep,
+                    impaired,
+                    now,
+                    i == 1,
+                    self.buf[..n].to_vec(),
+                );
             }
         }
+        device_tripped
+    }
+
+    fn alarms(&mut self, now: Instant, impaired: bool) {
         // 3. Alarms: the device queues the alarms due now; both RTA machines run.
-        while next_alarm < cfg.alarms {
-            let due = alarm_times[next_alarm as usize];
+        while self.next_alarm < self.cfg.alarms {
+            let due = self.alarm_times[self.next_alarm as usize];
             if due > now {
                 break;
             }
@@ -369,17 +424,20 @@ pub fn run(cfg: &SimConfig) -> Report {
                 subslot: 1,
                 module_ident: 1,
                 submodule_ident: 1,
-                specifier: AlarmSpecifier::new(next_alarm as u16, false, false, false, false),
+                specifier: AlarmSpecifier::new(self.next_alarm as u16, false, false, false, false),
                 item: None,
             })
             .to_bytes()
             .unwrap_or_default();
-            if dev_rta.send_alarm(payload, now).is_ok() {
-                rep.alarms_sent += 1;
+            if self.dev_rta.send_alarm(payload, now).is_ok() {
+                self.rep.alarms_sent += 1;
             }
-            next_alarm += 1;
+            self.next_alarm += 1;
         }
-        for (i, m) in [&mut dev_rta, &mut ctl_rta].into_iter().enumerate() {
+        for (i, m) in [&mut self.dev_rta, &mut self.ctl_rta]
+            .into_iter()
+            .enumerate()
+        {
             m.poll(now);
             while let Some(tx) = m.poll_transmit() {
                 let (src, dst) = if i == 0 { (DEV, CTL) } else { (CTL, DEV) };
@@ -390,13 +448,17 @@ pub fn run(cfg: &SimConfig) -> Report {
                     ethertype: ethertype::PROFINET,
                 }
                 .build(&tx.rt_payload());
-                link.send(cfg, &mut rep, impaired, now, i == 1, frame);
+                self.link
+                    .send(self.cfg, &mut self.rep, impaired, now, i == 1, frame);
             }
         }
+    }
+
+    fn supervise(&mut self, now: Instant, device_tripped: bool) {
         // 4. Consumers' supervision, checked against the record. The device supervises with
         // its data-hold timer once the first frame came (before it, the first-frame bound on
         // the clock, as CMDEV does); the controller with its consumer's clock.
-        for (i, side) in sides.iter_mut().enumerate() {
+        for (i, side) in self.sides.iter_mut().enumerate() {
             let stalled = side.stalled_until > now;
             let rx = &mut side.rx;
             let wall = matches!(rx.consumer.poll(now), Some(ConsumerEvent::WatchdogExpired));
@@ -408,9 +470,9 @@ pub fn run(cfg: &SimConfig) -> Report {
             };
             let since = rx.last_new.unwrap_or(rx.started);
             let bound = if rx.last_new.is_some() {
-                dht
+                self.dht
             } else {
-                first_frame_timeout(dht)
+                first_frame_timeout(self.dht)
             };
             let silent = now.saturating_since(since);
             let who = if i == 0 { "device" } else { "controller" };
@@ -425,23 +487,23 @@ pub fn run(cfg: &SimConfig) -> Report {
             // time (one interval of grace for the phase of its loop), or past the stall guard
             // while it runs; the controller's clock just past the bound.
             let overdue = if running {
-                (rx.intervals_since_new > limit + 1 && silent > dht + t.interval())
-                    || (!stalled && silent > dht + STALL_GUARD + t.interval() + step)
+                (rx.intervals_since_new > self.limit + 1 && silent > self.dht + self.t.interval())
+                    || (!stalled && silent > self.dht + STALL_GUARD + self.t.interval() + self.step)
             } else {
-                silent > bound + step
+                silent > bound + self.step
             };
             if expired {
-                rep.trips[i] += 1;
-                rep.note(cfg.trace, now, || {
+                self.rep.trips[i] += 1;
+                self.rep.note(self.cfg.trace, now, || {
                     format!(
                         "the {who}'s data-hold timer expired ({} us silent)",
                         silent.0 / 1000
                     )
                 });
                 if early {
-                    rep.violations.push(format!(
+                    self.rep.violations.push(format!(
                         "t={} us: the {who}'s consumer tripped after {} us without new data \
-                         (data-hold bound {} us)",
+                     (data-hold bound {} us)",
                         now.0 / 1000,
                         silent.0 / 1000,
                         bound.0 / 1000
@@ -449,69 +511,101 @@ pub fn run(cfg: &SimConfig) -> Report {
                 }
                 // The AR ends; a new one starts with fresh consumers (and counters).
                 let (fid, src, d) = if i == 0 {
-                    (OUT_FID, CTL, dev_dhf)
+                    (OUT_FID, CTL, self.dev_dhf)
                 } else {
-                    (IN_FID, DEV, dhf)
+                    (IN_FID, DEV, self.dhf)
                 };
-                *rx = Rx::new(fid, src, t, d, now);
+                *rx = Rx::new(fid, src, self.t, d, now);
             } else if overdue {
-                rep.violations.push(format!(
+                self.rep.violations.push(format!(
                     "t={} us: the {who}'s consumer has had no new data for {} us (bound {} us) \
-                     and did not trip",
+                 and did not trip",
                     now.0 / 1000,
                     silent.0 / 1000,
                     bound.0 / 1000
                 ));
-                *rx = Rx::new(rx_fid(i), rx_src(i), t, dhf, now);
+                *rx = Rx::new(rx_fid(i), rx_src(i), self.t, self.dhf, now);
             }
         }
+    }
+
+    fn alarm_events(&mut self, now: Instant) {
         // 5. Alarm events.
-        while let Some(ev) = ctl_rta.poll_event() {
+        while let Some(ev) = self.ctl_rta.poll_event() {
             if let RtaEvent::Received(p) = ev {
                 let n = match AlarmPdu::parse(&p) {
                     Ok(AlarmPdu::Notification(n)) => u32::from(n.specifier.sequence_number()),
                     _ => u32::MAX,
                 };
-                if cfg.plant == Some(Plant::LoseOneAlarm) && n == 0 {
+                if self.cfg.plant == Some(Plant::LoseOneAlarm) && n == 0 {
                     continue;
                 }
-                delivered.push(n);
-                rep.note(cfg.trace, now, || {
+                self.delivered.push(n);
+                self.rep.note(self.cfg.trace, now, || {
                     format!("alarm {n} delivered to the controller")
                 });
             }
         }
-        while let Some(ev) = dev_rta.poll_event() {
+        while let Some(ev) = self.dev_rta.poll_event() {
             if let RtaEvent::Timeout { .. } = ev {
-                rep.rta_timeouts += 1;
-                rep.note(cfg.trace, now, || {
+                self.rep.rta_timeouts += 1;
+                self.rep.note(self.cfg.trace, now, || {
                     "the device's alarm transport gave up".into()
                 });
             }
         }
-        now += step;
     }
-    rep.alarms_delivered = delivered.len() as u64;
-    // Alarms: in order, once; all of them unless the transport gave up.
-    let in_order = delivered.windows(2).all(|w| w[0] < w[1]);
-    if !in_order {
-        rep.violations
-            .push(format!("alarms out of order or repeated: {delivered:?}"));
+
+    /// The end of the cyclic part: the alarm invariants, then the other parts on the same
+    /// time line.
+    fn finish(mut self, end: Instant) -> Report {
+        self.rep.alarms_delivered = self.delivered.len() as u64;
+        // Alarms: in order, once; all of them unless the transport gave up.
+        let in_order = self.delivered.windows(2).all(|w| w[0] < w[1]);
+        if !in_order {
+            self.rep.violations.push(format!(
+                "alarms out of order or repeated: {:?}",
+                self.delivered
+            ));
+        }
+        if self.rep.rta_timeouts == 0 && self.rep.alarms_delivered != self.rep.alarms_sent {
+            self.rep.violations.push(format!(
+                "{} alarms sent, {} delivered ({:?}), and the transport never gave up",
+                self.rep.alarms_sent, self.rep.alarms_delivered, self.delivered
+            ));
+        }
+        // Connection management, after the cyclic part on the same time line.
+        cm::run(self.cfg, &mut self.rep, end + self.step);
+        // DCP, after connection management (which takes 35 s of simulated time).
+        let dcp_start = end + self.step + Duration::from_millis(36_000);
+        dcp::run(self.cfg, &mut self.rep, dcp_start);
+        // The device service (state table, restarts, licence, LLDP), after DCP (at most 9.5 s).
+        service::run(
+            self.cfg,
+            &mut self.rep,
+            dcp_start + Duration::from_millis(10_000),
+        );
+        self.rep
     }
-    if rep.rta_timeouts == 0 && rep.alarms_delivered != rep.alarms_sent {
-        rep.violations.push(format!(
-            "{} alarms sent, {} delivered ({delivered:?}), and the transport never gave up",
-            rep.alarms_sent, rep.alarms_delivered
-        ));
+}
+
+/// Run one simulation: the cyclic part over the configured duration plus a quiet tail without
+/// impairments (which lets the alarm transport finish), then connection management, DCP and
+/// the device service on the same time line.
+pub fn run(cfg: &SimConfig) -> Report {
+    let Some(mut c) = Cyclic::new(cfg) else {
+        let mut rep = Report::default();
+        rep.violations.push("invalid timing".into());
+        return rep;
+    };
+    let quiet_from = Instant::ZERO + cfg.duration;
+    let end = Instant::ZERO + cfg.duration + Duration::from_millis(1500);
+    let mut now = Instant::ZERO;
+    while now <= end {
+        c.step(now, now < quiet_from);
+        now += c.step;
     }
-    // Connection management, after the cyclic part on the same time line.
-    cm::run(cfg, &mut rep, end + step);
-    // DCP, after connection management (which takes 35 s of simulated time).
-    let dcp_start = end + step + Duration::from_millis(36_000);
-    dcp::run(cfg, &mut rep, dcp_start);
-    // The device service (state table, restarts, licence, LLDP), after DCP (at most 9.5 s).
-    service::run(cfg, &mut rep, dcp_start + Duration::from_millis(10_000));
-    rep
+    c.finish(end)
 }
 
 fn rx_fid(side: usize) -> FrameId {
@@ -537,82 +631,6 @@ fn cycle_counter_of(payload: &[u8]) -> Option<u16> {
         *payload.get(at)?,
         *payload.get(at + 1)?,
     ]))
-}
-
-/// The simulated link: frames in flight, and its own random stream for losses, duplicates
-/// and delays (separate from the providers' stalls, so the two do not shift each other).
-struct Link {
-    rng: Rng,
-    in_flight: Vec<InFlight>,
-    order: u64,
-    /// Frames still to lose in the current burst, per sender (device, controller).
-    burst_left: [u32; 2],
-}
-
-impl Link {
-    fn new(seed: u64) -> Link {
-        Link {
-            rng: Rng::new(seed ^ 0x11AC_11AC_11AC_11AC),
-            in_flight: Vec::new(),
-            order: 0,
-            burst_left: [0; 2],
-        }
-    }
-
-    /// Put a frame on the link: lost, delivered once or twice, each after its delay.
-    fn send(
-        &mut self,
-        cfg: &SimConfig,
-        rep: &mut Report,
-        impaired: bool,
-        now: Instant,
-        to_device: bool,
-        frame: Vec<u8>,
-    ) {
-        rep.frames_sent += 1;
-        let rng = &mut self.rng;
-        let burst_left = &mut self.burst_left[usize::from(to_device)];
-        let lost = impaired
-            && if *burst_left > 0 {
-                *burst_left -= 1;
-                true
-            } else if rng.chance(cfg.burst.0) {
-                *burst_left = (rng.next() % u64::from(cfg.burst.1.max(1))) as u32;
-                true
-            } else {
-                rng.chance(cfg.loss)
-            };
-        if cfg.trace {
-            rep.trace.push(TraceFrame {
-                at: now,
-                frame: frame.clone(),
-                lost,
-            });
-        }
-        if lost {
-            rep.frames_lost += 1;
-            return;
-        }
-        let copies = if impaired && rng.chance(cfg.duplicate) {
-            2
-        } else {
-            1
-        };
-        for _ in 0..copies {
-            let delay = if impaired && cfg.max_delay.0 > 0 {
-                Duration(rng.next() % cfg.max_delay.0)
-            } else {
-                Duration(0)
-            };
-            self.order += 1;
-            self.in_flight.push(InFlight {
-                at: now + delay,
-                order: self.order,
-                to_device,
-                frame: frame.clone(),
-            });
-        }
-    }
 }
 
 #[cfg(test)]
