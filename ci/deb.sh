@@ -13,6 +13,11 @@
 # /etc/pn-device on the machine it runs on: not for a machine with a real installation); the
 # service user is removed at the end when this run created it (the package itself keeps it on
 # purge, as Debian packages do).
+#
+# Usage: ci/deb.sh               build the package, then install, run and purge it
+#        ci/deb.sh build FILE    only build it (no root needed) and write its path to FILE;
+#                                ci/test.sh builds it this way while the tests run
+#        PN_DEB=PKG ci/deb.sh    install, run and purge the package PKG built before
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,8 +26,32 @@ fail() {
   exit 1
 }
 
-[ "$(id -u)" = 0 ] || fail "needs root (dpkg, namespaces)"
 command -v cargo-deb >/dev/null || fail "cargo-deb missing: cargo install cargo-deb --locked --version 3.8.0"
+
+# Prints the path of the package it built as its last line.
+build_deb() {
+  local log
+  log="$(mktemp -t pn-deb-build.XXXXXX)"
+  echo "-- cargo deb -p pn-device --strip"
+  local start
+  start=$(date +%s)
+  # --strip removes the debug information the release profile keeps (for developers'
+  # backtraces), so do not generate it for this build: the package loses nothing, the build is
+  # shorter.
+  CARGO_PROFILE_RELEASE_DEBUG=0 cargo deb -p pn-device --strip | tee "$log"
+  echo "-- built $(tail -n 1 "$log") in $(($(date +%s) - start)) s"
+  tail -n 1 "$log"
+  rm -f "$log"
+}
+
+if [ "${1:-}" = build ]; then
+  [ -n "${2:-}" ] || fail "usage: ci/deb.sh build FILE"
+  build_deb | tee /dev/stderr | tail -n 1 >"$2"
+  [ -f "$(cat "$2")" ] || fail "no package at '$(cat "$2")'"
+  exit 0
+fi
+
+[ "$(id -u)" = 0 ] || fail "needs root (dpkg, namespaces)"
 
 NS="pndeb$$"
 WORK="$(mktemp -d /tmp/pn-deb.XXXXXX)"
@@ -54,13 +83,13 @@ if dpkg -s pn-device >/dev/null 2>&1; then
   dpkg --purge pn-device
 fi
 
-echo "-- cargo deb -p pn-device --strip"
-start=$(date +%s)
-# --strip removes the debug information the release profile keeps (for developers' backtraces),
-# so do not generate it for this build: the package loses nothing, the build is shorter.
-CARGO_PROFILE_RELEASE_DEBUG=0 cargo deb -p pn-device --strip | tee "$WORK/build.log"
-DEB="$(tail -n 1 "$WORK/build.log")"
-echo "-- built $DEB in $(($(date +%s) - start)) s"
+if [ -n "${PN_DEB:-}" ]; then
+  DEB="$PN_DEB"
+  echo "-- the package built before: $DEB"
+else
+  build_deb | tee "$WORK/build.log"
+  DEB="$(tail -n 1 "$WORK/build.log")"
+fi
 [ -f "$DEB" ] || fail "no package at '$DEB'"
 
 echo "-- dpkg -i"

@@ -5,19 +5,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "== cargo fmt --check"
+echo "== cargo fmt --check [$(date -u +%T)]"
 cargo fmt --all -- --check
 
 # The daemon's test hooks (simulated data plane, fault injection) are a cargo feature that no
 # release build has; the tests start binaries built with it.
 HOOKS="--features pn-device/test-hooks"
 
-echo "== cargo clippy -D warnings"
+echo "== cargo clippy -D warnings [$(date -u +%T)]"
 cargo clippy --workspace --all-targets $HOOKS -- -D warnings
 # That the release daemon builds without the test hooks is proven by ci/deb.sh at the end (the
 # .deb is a release build with default features), so no separate `cargo check` of it here.
 
-echo "== build (binaries the integration tests start)"
+echo "== build (binaries the integration tests start) [$(date -u +%T)]"
 cargo build --workspace --bins $HOOKS
 
 # The tests that start the daemon take the binary just built instead of running
@@ -29,26 +29,50 @@ PN_DEVICE_BIN="$(cargo metadata --format-version 1 --no-deps \
 export PN_DEVICE_BIN
 [ -x "$PN_DEVICE_BIN" ] || { echo "no daemon binary at $PN_DEVICE_BIN"; exit 1; }
 
-echo "== the workspace's tests (cargo nextest)"
+# The background lane: the fuzz smoke run and the release build of the .deb need nothing the
+# tests need and the tests need nothing of theirs, and the tests leave the CPU idle much of the
+# time (they wait on sockets, timers and child processes). So they run beside the tests, at
+# nice 19: they take the CPU the tests leave, the tests keep theirs (decisions §31; CI times in
+# docs/benchmarks.md). The .deb is installed and run after the tests (ci/deb.sh with PN_DEB),
+# as before. The lane is its own session (setsid) so that an early exit of this script stops
+# all of it.
+LANE_DIR="$(mktemp -d -t pn-ci-lane.XXXXXX)"
+echo "== background lane started (fuzz smoke, .deb build; log: $LANE_DIR/log) [$(date -u +%T)]"
+setsid bash -c '
+  set -euo pipefail
+  if [ -x ci/fuzz-smoke.sh ]; then
+    echo "== fuzz smoke run [$(date -u +%T)]"
+    # The short run: every decoder target for a few seconds (the long runs are documented in
+    # docs/protocol-notes/fuzz-scapy.md). Two targets at a time (libFuzzer is single-threaded).
+    FUZZ_JOBS=2 FUZZ_DIR=protocol/fuzz nice -n 19 ci/fuzz-smoke.sh 3
+    # The device parsers: configuration XML, settings JSON, every HTTP POST body, Connect, the
+    # farm plant file.
+    FUZZ_JOBS=2 FUZZ_DIR=device/fuzz nice -n 19 ci/fuzz-smoke.sh 3
+  fi
+  echo "== the .deb: release build [$(date -u +%T)]"
+  nice -n 19 ci/deb.sh build "$1/deb-path"
+' lane "$LANE_DIR" >"$LANE_DIR/log" 2>&1 &
+LANE_PID=$!
+trap 'kill -- -$LANE_PID 2>/dev/null || true' EXIT
+
+echo "== the workspace's tests (cargo nextest) [$(date -u +%T)]"
 # One pool of test processes over all the test binaries (.config/nextest.toml says why and
 # which tests are grouped or started first); the benches and doctests run below with cargo test
 # (nextest runs neither).
 cargo nextest run --workspace $HOOKS --lib --bins --tests --examples
-echo "== benches in test mode (each benchmark runs once)"
+echo "== benches in test mode (each benchmark runs once) [$(date -u +%T)]"
 # criterion's harness rejects libtest's flags, so no --test-threads here.
 cargo test --workspace $HOOKS --no-fail-fast --benches
 cargo test --workspace $HOOKS --doc
 
-if [ -x ci/fuzz-smoke.sh ]; then
-  echo "== fuzz smoke run"
-  # The short run: every decoder target for a few seconds (the long runs are documented in
-  # docs/protocol-notes/fuzz-scapy.md).
-  # Two targets at a time: one per core (each libFuzzer run is single-threaded).
-  FUZZ_JOBS=2 FUZZ_DIR=protocol/fuzz ci/fuzz-smoke.sh 3
-  # The device's parsers: configuration XML, settings JSON, every HTTP POST body, Connect.
-  FUZZ_JOBS=2 FUZZ_DIR=device/fuzz ci/fuzz-smoke.sh 3
-fi
+echo "== background lane (fuzz smoke, .deb build): waiting for it [$(date -u +%T)]"
+lane_status=0
+wait "$LANE_PID" || lane_status=$?
+trap - EXIT
+cat "$LANE_DIR/log"
+[ "$lane_status" = 0 ] || { echo "background lane FAILED (exit $lane_status)"; exit 1; }
 
-# Last: it builds the release binaries (minutes) and needs nothing the tests above leave behind.
-echo "== the .deb: build, install, check-config and the installed daemon as its unit runs it, purge"
-ci/deb.sh
+# Last: the package built in the lane, installed and run as its unit runs it.
+echo "== the .deb: install, check-config and the installed daemon as its unit runs it, purge [$(date -u +%T)]"
+PN_DEB="$(cat "$LANE_DIR/deb-path")" ci/deb.sh
+rm -rf "$LANE_DIR"

@@ -37,12 +37,17 @@ fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/scapy/pn_scapy.py")
 }
 
-/// True when python3 with scapy (and its PROFINET contrib layers) is importable.
+/// True when python3 with scapy (and its PROFINET contrib layers) is installed. Looked up with
+/// `find_spec` instead of importing them: importing scapy costs about a second of CPU, and every
+/// test of this file runs this check in a process of its own (nextest); a broken installation
+/// still fails the test at the script's own import.
 fn has_scapy() -> bool {
     Command::new("python3")
         .args([
             "-c",
-            "import scapy, scapy.contrib.pnio, scapy.contrib.pnio_dcp, scapy.contrib.pnio_rpc, scapy.contrib.lldp",
+            "import importlib.util as u, sys; sys.exit(0 if all(u.find_spec(m) for m in \
+             ['scapy', 'scapy.contrib.pnio', 'scapy.contrib.pnio_dcp', 'scapy.contrib.pnio_rpc', \
+             'scapy.contrib.lldp']) else 1)",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
