@@ -30,7 +30,7 @@ use pn_protocol::wire::rta::{FRAME_ID_ALARM_HIGH, FRAME_ID_ALARM_LOW};
 use pn_protocol::wire::{llmnr, snmp};
 
 use crate::device::{peer, FarmDevice, Neighbours, Out};
-use crate::status::{Command, FarmShared};
+use crate::status::{Command, FarmShared, IoCounters};
 
 /// Frames read per wake-up before the timers run (bounds the timers' delay under a flood).
 pub const RX_BATCH: usize = 256;
@@ -132,10 +132,10 @@ fn wait(fd: RawFd, deadline_ns: u64) {
 }
 
 /// Send `frames` with as few `sendmmsg(2)` calls as the kernel allows; returns how many were
-/// not sent.
-pub fn send_batch(fd: RawFd, frames: &[&[u8]]) -> usize {
+/// not sent and the last error the kernel gave for them.
+pub fn send_batch(fd: RawFd, frames: &[&[u8]]) -> (usize, Option<std::io::Error>) {
     if frames.is_empty() {
-        return 0;
+        return (0, None);
     }
     let mut iov: Vec<libc::iovec> = frames
         .iter()
@@ -156,6 +156,7 @@ pub fn send_batch(fd: RawFd, frames: &[&[u8]]) -> usize {
         .collect();
     let mut done = 0usize;
     let mut failed = 0usize;
+    let mut last = None;
     while done < msgs.len() {
         let rest = &mut msgs[done..];
         // SAFETY: rest points to valid mmsghdrs whose iovecs point into `frames`, alive for
@@ -163,15 +164,18 @@ pub fn send_batch(fd: RawFd, frames: &[&[u8]]) -> usize {
         let n = unsafe { libc::sendmmsg(fd, rest.as_mut_ptr(), rest.len() as libc::c_uint, 0) };
         if n > 0 {
             done += n as usize;
-        } else if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
             continue;
-        } else {
-            // The first frame of the rest is refused (e.g. ENOBUFS): drop it, go on.
-            done += 1;
-            failed += 1;
         }
+        let e = std::io::Error::last_os_error();
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        // The first frame of the rest is refused (e.g. ENOBUFS, ENETDOWN): drop it, go on.
+        done += 1;
+        failed += 1;
+        last = Some(e);
     }
-    failed
+    (failed, last)
 }
 
 struct Loop {
@@ -329,14 +333,17 @@ impl Loop {
         self.reschedule(i);
     }
 
-    fn flush(&mut self, fd: RawFd) {
+    fn flush(&mut self, fd: RawFd, io: &IoCounters) {
         let ctl = std::mem::take(&mut self.out.ctl);
         let rt = std::mem::take(&mut self.out.rt);
         let mut frames: Vec<&[u8]> = ctl.iter().map(Vec::as_slice).collect();
         frames.extend(rt.iter().filter_map(|&i| self.devs[i].provider_frame()));
-        let failed = send_batch(fd, &frames);
-        if failed > 0 {
-            tracing::debug!(failed, "frames not sent");
+        let (failed, error) = send_batch(fd, &frames);
+        if let Some(e) = error {
+            // One error counted per refused frame (the first through record_error, which
+            // also logs it and keeps it in words).
+            io.record_error("send", &e);
+            io.add_unsent(failed as u64 - 1);
         }
         // Keep the allocations for the next iteration.
         self.out.rt = rt;
@@ -377,7 +384,7 @@ pub fn run(
         while let Ok(c) = cmds.try_recv() {
             l.on_command(c, now);
         }
-        l.flush(fd);
+        l.flush(fd, &farm.io);
         let next = l
             .timers
             .first()
@@ -399,7 +406,13 @@ pub fn run(
                         break;
                     }
                 }
-                _ => break,
+                Ok(_) => break,
+                // Not the end of the farm (a link going down reports ENETDOWN once): count
+                // it, say it, read again at the next wake-up.
+                Err(e) => {
+                    farm.io.record_error("receive", &e);
+                    break;
+                }
             }
         }
         let now = Instant(mono_ns());
@@ -421,18 +434,27 @@ pub fn run(
         for &i in &due {
             l.reschedule(i);
         }
-        l.flush(fd);
+        l.flush(fd, &farm.io);
     }
     let now = Instant(mono_ns());
     for d in &mut l.devs {
         d.shutdown(now, &mut l.out, &l.neigh);
     }
-    l.flush(fd);
+    l.flush(fd, &farm.io);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refused_frames_are_counted_with_the_kernels_error() {
+        // A descriptor that is not open: every frame is refused, none is lost silently.
+        let (failed, e) = send_batch(-1, &[&[1, 2, 3][..], &[4][..]]);
+        assert_eq!(failed, 2);
+        assert_eq!(e.and_then(|e| e.raw_os_error()), Some(libc::EBADF));
+        assert_eq!(send_batch(-1, &[]).0, 0);
+    }
 
     /// Run the BPF program on a frame (the kernel's semantics for the opcodes used).
     fn accepts(frame: &[u8]) -> bool {

@@ -71,6 +71,7 @@ impl Farm {
             devices: devs.iter().map(|d| d.shared.clone()).collect(),
             commands: Mutex::new(tx),
             stop: AtomicBool::new(false),
+            io: Default::default(),
         });
         let listener = match opts.http {
             Some(a) => Some(TcpListener::bind(a).map_err(|e| format!("status view {a}: {e}"))?),

@@ -1,7 +1,8 @@
 //! What the farm shows of its devices: per-device state shared between the I/O loop (the
 //! writer) and the status view, and the view itself (`GET /` HTML, `GET /api/devices` JSON,
-//! `GET /api/devices/NAME`, `POST /api/devices/NAME/io`, `POST /api/devices/NAME/diagnosis`)
-//! on a port of its own (the 18840 contract stays pn-device's).
+//! `GET /api/devices/NAME`, `GET /api/farm` (the shared socket's errors),
+//! `POST /api/devices/NAME/io`, `POST /api/devices/NAME/diagnosis`) on a port of its own (the
+//! 18840 contract stays pn-device's).
 //!
 //! The server is a plain std thread answering one short request at a time: it serves a human
 //! and the tests, never the cyclic path (which touches only atomics and the image's seqlock).
@@ -38,6 +39,9 @@ pub struct Counters {
     pub signals: AtomicU64,
     pub tx_lldp: AtomicU64,
     pub rx_lldp: AtomicU64,
+    /// SNMP responses and LLMNR answers sent.
+    pub snmp_answers: AtomicU64,
+    pub llmnr_answers: AtomicU64,
 }
 
 #[derive(Debug, Clone)]
@@ -155,6 +159,8 @@ impl DevShared {
             lldp_sent: l(&k.tx_lldp),
             lldp_received: l(&k.rx_lldp),
             lldp_neighbour: i.lldp,
+            snmp_answers: l(&k.snmp_answers),
+            llmnr_answers: l(&k.llmnr_answers),
         }
     }
 }
@@ -205,6 +211,9 @@ pub struct DeviceView {
     pub lldp_received: u64,
     /// The link partner LLDP reports (shared by every farm device: one NIC).
     pub lldp_neighbour: Option<LldpView>,
+    /// SNMP responses and LLMNR answers this device sent.
+    pub snmp_answers: u64,
+    pub llmnr_answers: u64,
 }
 
 /// A device's LLDP neighbour in the status view.
@@ -231,6 +240,67 @@ pub struct FarmShared {
     pub devices: Vec<Arc<DevShared>>,
     pub commands: Mutex<mpsc::Sender<Command>>,
     pub stop: AtomicBool,
+    /// The shared socket's errors (the I/O loop writes, the view reads).
+    pub io: IoCounters,
+}
+
+/// Errors of the farm's one packet socket. A receive or send error is not the end of the
+/// farm (the link can go down and come back, a queue can overflow): the loop goes on, and
+/// the errors are counted here, the last one kept in words, and logged.
+#[derive(Default)]
+pub struct IoCounters {
+    pub rx_errors: AtomicU64,
+    /// Frames a `sendmmsg(2)` did not take.
+    pub tx_unsent: AtomicU64,
+    last_error: Mutex<String>,
+}
+
+impl IoCounters {
+    /// Count an error of `op` ("receive", "send"); logged as a warning the first time and
+    /// then at every power of two, so that a persistent fault cannot flood the log.
+    pub fn record_error(&self, op: &str, e: &std::io::Error) {
+        let n = match op {
+            "send" => self.tx_unsent.fetch_add(1, Ordering::Relaxed),
+            _ => self.rx_errors.fetch_add(1, Ordering::Relaxed),
+        } + 1;
+        let text = format!("{op}: {e}");
+        if n.is_power_of_two() {
+            tracing::warn!(count = n, "farm socket {text}");
+        }
+        if let Ok(mut last) = self.last_error.lock() {
+            *last = text;
+        }
+    }
+
+    /// Add `n` frames `sendmmsg` did not take (the error, if the kernel gave one, is
+    /// recorded by [`IoCounters::record_error`]).
+    pub fn add_unsent(&self, n: u64) {
+        self.tx_unsent.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn view(&self, devices: usize) -> FarmView {
+        FarmView {
+            devices,
+            rx_errors: self.rx_errors.load(Ordering::Relaxed),
+            tx_unsent: self.tx_unsent.load(Ordering::Relaxed),
+            last_io_error: self
+                .last_error
+                .lock()
+                .map(|s| s.clone())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// `GET /api/farm`: the farm as a whole.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct FarmView {
+    pub devices: usize,
+    pub rx_errors: u64,
+    pub tx_unsent: u64,
+    /// The last socket error in words ("" when there was none).
+    pub last_io_error: String,
 }
 
 impl FarmShared {
@@ -372,7 +442,16 @@ pub fn route(
             .collect()
     };
     match (method, path) {
-        ("GET", "/") => (200, "text/html; charset=utf-8", html(&views())),
+        ("GET", "/") => (
+            200,
+            "text/html; charset=utf-8",
+            html(&views(), &farm.io.view(farm.devices.len())),
+        ),
+        ("GET", "/api/farm") => (
+            200,
+            "application/json",
+            serde_json::to_string(&farm.io.view(farm.devices.len())).unwrap_or_default(),
+        ),
         ("GET", "/api/devices") => (
             200,
             "application/json",
@@ -439,16 +518,27 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-fn html(v: &[DeviceView]) -> String {
+fn html(v: &[DeviceView], farm: &FarmView) -> String {
     let mut h = String::from(
         "<!doctype html><html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"2\">\
          <title>pn-farm</title><style>body{font-family:sans-serif}td,th{padding:2px 8px;text-align:left}\
          tr:nth-child(even){background:#eee}</style></head><body><h1>pn-farm</h1>",
     );
-    h.push_str(&format!("<p>{} devices</p><table><tr><th>#</th><th>Name</th><th>MAC</th><th>IP</th><th>State</th><th>Controller</th><th>Cycle µs</th><th>Sent</th><th>Received</th><th>Watchdog trips</th><th>Alarms sent/acked</th><th>Message</th></tr>", v.len()));
+    h.push_str(&format!(
+        "<p>{} devices; socket: {} receive errors, {} frames not sent{}</p>",
+        v.len(),
+        farm.rx_errors,
+        farm.tx_unsent,
+        if farm.last_io_error.is_empty() {
+            String::new()
+        } else {
+            format!(" (last: {})", esc(&farm.last_io_error))
+        }
+    ));
+    h.push_str("<table><tr><th>#</th><th>Name</th><th>MAC</th><th>IP</th><th>State</th><th>Controller</th><th>Cycle µs</th><th>Sent</th><th>Received</th><th>Watchdog trips</th><th>Alarms sent/acked</th><th>SNMP/LLMNR answers</th><th>Message</th></tr>");
     for d in v {
         h.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}/{}</td><td>{}</td></tr>",
             d.index,
             esc(&d.name),
             d.mac,
@@ -461,6 +551,8 @@ fn html(v: &[DeviceView]) -> String {
             d.watchdog_trips,
             d.alarms_sent,
             d.alarms_acked,
+            d.snmp_answers,
+            d.llmnr_answers,
             esc(&d.message)
         ));
     }
@@ -497,6 +589,7 @@ mod tests {
                 devices,
                 commands: Mutex::new(tx),
                 stop: AtomicBool::new(false),
+                io: IoCounters::default(),
             },
             rx,
         )
@@ -515,6 +608,10 @@ mod tests {
         let (code, ctype, page) = route(&f, "GET", "/", b"");
         assert_eq!((code, ctype), (200, "text/html; charset=utf-8"));
         assert!(page.contains("dev-2"));
+        assert!(
+            page.contains("0 receive errors, 0 frames not sent</p>"),
+            "{page}"
+        );
 
         let (code, _, _) = route(
             &f,
@@ -543,6 +640,26 @@ mod tests {
         );
         assert_eq!(code, 200);
         assert!(matches!(rx.try_recv(), Ok(Command::SetDiagnosis(1, e)) if e.error_type == 1));
+    }
+
+    #[test]
+    fn socket_errors_are_counted_kept_in_words_and_shown() {
+        let (f, _rx) = farm();
+        let v: FarmView = serde_json::from_str(&route(&f, "GET", "/api/farm", b"").2).unwrap();
+        assert_eq!((v.devices, v.rx_errors, v.tx_unsent), (2, 0, 0));
+        assert_eq!(v.last_io_error, "");
+        let down = std::io::Error::from_raw_os_error(libc::ENETDOWN);
+        f.io.record_error("receive", &down);
+        f.io.record_error("receive", &down);
+        f.io.record_error("send", &std::io::Error::from_raw_os_error(libc::ENOBUFS));
+        f.io.add_unsent(4);
+        let (code, ctype, body) = route(&f, "GET", "/api/farm", b"");
+        assert_eq!((code, ctype), (200, "application/json"));
+        let v: FarmView = serde_json::from_str(&body).unwrap();
+        assert_eq!((v.rx_errors, v.tx_unsent), (2, 5));
+        assert!(v.last_io_error.starts_with("send: "), "{}", v.last_io_error);
+        assert!(v.last_io_error.contains("buffer"), "{}", v.last_io_error);
+        assert!(body.contains("\"lastIoError\""), "{body}");
     }
 
     #[test]

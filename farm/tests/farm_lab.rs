@@ -437,6 +437,15 @@ fn farm_devices_answer_snmp_and_llmnr_each_with_its_own_name() {
         assert_eq!(r.answers[0].ttl, 30);
     }
     assert!(answers[3].is_empty(), "{:?}", answers[3]);
+    // The status view counts what each device answered: LLMNR once for device 1 (farm-svc-1)
+    // and twice for device 2 (the group query and the unicast one); SNMP at least the get.
+    let v = farm.devices();
+    assert_eq!(
+        v.iter().map(|d| d.llmnr_answers).collect::<Vec<_>>(),
+        [1, 2],
+        "{v:?}"
+    );
+    assert!(v.iter().all(|d| d.snmp_answers >= 1), "{v:?}");
     farm.stop();
     drop(veth);
 }

@@ -9,6 +9,8 @@ use pn_protocol::machine::snmp_agent::{SnmpAgent, SystemInfo};
 use pn_protocol::wire::ip::{udp_frame, UdpFrame};
 use pn_protocol::wire::{llmnr, snmp};
 
+use std::sync::atomic::Ordering::Relaxed;
+
 use super::FarmDevice;
 
 impl FarmDevice {
@@ -27,7 +29,9 @@ impl FarmDevice {
     /// started: its agents start with it, as pn-device's with the daemon). Returns the frame.
     pub fn on_snmp(&self, q: &UdpFrame<'_>, uptime_cs: u32) -> Option<Vec<u8>> {
         let resp = SnmpAgent::new(self.system_info()).handle(q.payload, uptime_cs)?;
-        self.reply(q, snmp::PORT, &resp)
+        let frame = self.reply(q, snmp::PORT, &resp)?;
+        self.shared.counters.snmp_answers.fetch_add(1, Relaxed);
+        Some(frame)
     }
 
     /// An LLMNR query (to the group or to this device): answered when it asks for this
@@ -39,7 +43,9 @@ impl FarmDevice {
             ip: id.ip,
         };
         let resp = llmnr_responder::handle(q.payload, &me)?;
-        self.reply(q, llmnr::PORT, &resp)
+        let frame = self.reply(q, llmnr::PORT, &resp)?;
+        self.shared.counters.llmnr_answers.fetch_add(1, Relaxed);
+        Some(frame)
     }
 
     /// A datagram from `port` of this device back to the querier's address and port (RFC 4795
