@@ -76,7 +76,8 @@ pub struct Slot {
 /// clock). A slot whose time has passed by a whole period or more is skipped (no burst of
 /// catch-up frames, which would only be discarded as old by the consumer) but still advances
 /// the CycleCounter, so the counter says how much time passed, as the standard's CycleCounter
-/// does (IEC 61158-6-10; p-net `pf_ppm` advances it from the clock the same way).
+/// does (IEC 61158-6-10). p-net (0e48fbf, `pf_ppm_finish_buffer`) differs: it adds one
+/// interval per frame sent, so its counter does not show skipped slots (docs/interop.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SlotClock {
     next_ns: u64,
