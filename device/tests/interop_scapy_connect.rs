@@ -169,8 +169,8 @@ impl Rig {
     }
 
     fn http(&self, path: &str) -> Value {
-        self.try_http("GET", path)
-            .unwrap_or_else(|| panic!("GET {path} failed\n{}", self.log()))
+        dk::api_json_result(self.dev_ns.name(), "GET", path, None)
+            .unwrap_or_else(|e| panic!("{e}\n{}", self.log()))
     }
 
     fn status(&self) -> Value {

@@ -166,8 +166,8 @@ impl Rig {
     }
 
     pub fn http(&self, method: &str, path: &str, body: Option<Value>) -> Value {
-        self.try_http(method, path, body)
-            .unwrap_or_else(|| panic!("{method} {path} failed\n{}", self.log()))
+        dk::api_json_result(self.dev_ns.name(), method, path, body.as_ref())
+            .unwrap_or_else(|e| panic!("{e}\ndaemon log:\n{}", self.log()))
     }
 
     pub fn status(&self) -> Value {

@@ -504,11 +504,29 @@ pub fn api_request(
 
 /// The JSON body of a 200 answer (5 s timeout); `None` for anything else.
 pub fn api_json(ns: &str, method: &str, path: &str, body: Option<&Value>) -> Option<Value> {
+    api_json_result(ns, method, path, body).ok()
+}
+
+/// As [`api_json`], with what went wrong in words: the HTTP status and body of an answer that
+/// is not 200, or the transport error (a timeout says how long it waited).
+pub fn api_json_result(
+    ns: &str,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> Result<Value, String> {
     let b = body.map(|b| b.to_string().into_bytes());
-    api_request(ns, method, path, &[], b.as_deref(), Duration::from_secs(5))
-        .ok()
-        .filter(|r| r.status == 200)
-        .and_then(|r| serde_json::from_slice(&r.body).ok())
+    let timeout = Duration::from_secs(5);
+    let r = api_request(ns, method, path, &[], b.as_deref(), timeout)
+        .map_err(|e| format!("{method} {path}: no answer within {timeout:?}: {e}"))?;
+    if r.status != 200 {
+        return Err(format!(
+            "{method} {path}: HTTP {} {}",
+            r.status,
+            String::from_utf8_lossy(&r.body)
+        ));
+    }
+    serde_json::from_slice(&r.body).map_err(|e| format!("{method} {path}: body not JSON: {e}"))
 }
 
 /// Wait until the daemon `child` in namespace `ns` answers `GET /api/info` (with any status).
