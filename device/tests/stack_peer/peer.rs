@@ -59,7 +59,8 @@ pub struct Peer {
     pub advanced: bool,
     /// The CMCTL machine of the current AR.
     cm: Option<Cmctl>,
-    t0: Instant,
+    /// Origin of the peer's clock ([`Peer::now`]): CMCTL's, the cyclic machines' and RTA's.
+    pub(super) t0: Instant,
 }
 
 fn new_rta() -> Arc<Mutex<RtaMachine>> {
