@@ -33,8 +33,11 @@ use super::{fifo, pin_self, Peer};
 pub struct CyclicState {
     pub stop: AtomicBool,
     /// Data-hold supervision on: set by each valid frame of the device (the consumer's RUN),
-    /// cleared by a trip and by the release.
+    /// cleared by a trip.
     pub armed: AtomicBool,
+    /// The AR is being released: no data-hold supervision any more (the device's last frames
+    /// may still arrive and then stop).
+    pub released: AtomicBool,
     /// Valid frames from the device (the consumer's new data).
     pub rx_frames: AtomicU64,
     pub tx_frames: AtomicU64,
@@ -249,7 +252,7 @@ fn supervise(
     interval: PnDuration,
     now: Time,
 ) {
-    if !st.armed.load(Ordering::Acquire) {
+    if !st.armed.load(Ordering::Acquire) || st.released.load(Ordering::Acquire) {
         *hold = None;
         return;
     }

@@ -153,7 +153,7 @@ impl Peer {
 
     /// Release the AR; the PNIOStatus of the device's answer.
     pub fn release(&mut self) -> PnioStatus {
-        self.state.armed.store(false, Ordering::Release);
+        self.state.released.store(true, Ordering::Release);
         let now = self.now();
         self.cm().release(now);
         self.drive("Release", |_, ev| match ev {
