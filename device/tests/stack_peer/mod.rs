@@ -1,10 +1,13 @@
 //! A minimal IO controller for the stack tests, built only from `pn-protocol` (and the device
 //! crate's raw-socket wrapper, opened inside the peer namespace). Connection management is the
 //! protocol crate's CMCTL machine run over the peer's UDP sockets ([`Peer`], peer.rs): Connect,
-//! PrmEnd, the answer to the device's ApplicationReady, record Read/Write, Release. Cyclic
-//! output frames with their own absolute-deadline thread, the device's input frames with a
-//! data-hold watchdog and RTA alarm acknowledgement are in cyclic.rs; the raw requests the
-//! tests send on purpose (fault injection, services of other ARs) in stimulus.rs.
+//! PrmEnd, the answer to the device's ApplicationReady, record Read/Write, Release. The cyclic
+//! exchange is the protocol crate's machines on two real-time threads (cyclic.rs): the output
+//! frames `machine::cyclic::Provider`'s, the device's input frames checked by
+//! `machine::cyclic::Consumer`, the data-hold supervision `machine::data_hold::DataHold`, the
+//! alarms acknowledged over `machine::rta`. The raw requests the tests send on purpose (fault
+//! injection, services of other ARs) and the Connect request's layout are in stimulus.rs; the
+//! capture of the peer's wire in capture.rs.
 #![allow(dead_code)]
 
 mod capture;

@@ -59,7 +59,8 @@ pub struct Peer {
     pub advanced: bool,
     /// The CMCTL machine of the current AR.
     cm: Option<Cmctl>,
-    t0: Instant,
+    /// Origin of the peer's clock ([`Peer::now`]): CMCTL's, the cyclic machines' and RTA's.
+    pub(super) t0: Instant,
 }
 
 fn new_rta() -> Arc<Mutex<RtaMachine>> {
@@ -152,7 +153,7 @@ impl Peer {
 
     /// Release the AR; the PNIOStatus of the device's answer.
     pub fn release(&mut self) -> PnioStatus {
-        self.state.armed.store(false, Ordering::Release);
+        self.state.released.store(true, Ordering::Release);
         let now = self.now();
         self.cm().release(now);
         self.drive("Release", |_, ev| match ev {

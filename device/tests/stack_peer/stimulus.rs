@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use pn_protocol::machine::cmctl::{RpcClient, RpcClientConfig};
 use pn_protocol::wire::field::Writer;
 use pn_protocol::wire::pnio::ar::{ar_type, ArBlockReq, ArProperties};
+use pn_protocol::wire::pnio::cm::ConnectRequest;
 use pn_protocol::wire::pnio::control::ControlBlock;
 use pn_protocol::wire::pnio::example;
 use pn_protocol::wire::pnio::expected::{DataDescription, ExpectedSubmodule, SubmoduleProperties};
@@ -124,10 +125,15 @@ impl Peer {
     }
 
     /// The connect request blocks for the test layout (what CMCTL sends, and the stimulus of
-    /// a test that connects by hand): the protocol crate's example request with this AR's
-    /// identity, timing and layout (DAP with its interface and port, slot 1 with 4 bytes each
-    /// way).
+    /// a test that connects by hand): [`Peer::connect_request`] encoded.
     pub fn connect_blocks(&self) -> Vec<u8> {
+        self.connect_request().to_bytes().unwrap()
+    }
+
+    /// The connect request for the test layout: the protocol crate's example request with this
+    /// AR's identity, timing and layout (DAP with its interface and port, slot 1 with 4 bytes
+    /// each way).
+    pub fn connect_request(&self) -> ConnectRequest {
         let t = self.timing;
         let mut req = example::connect_request();
         let ar = &mut req.ar;
@@ -210,7 +216,7 @@ impl Peer {
             SubmoduleProperties::TYPE_INPUT_OUTPUT,
             vec![DataDescription::input(4), DataDescription::output(4)],
         )];
-        req.to_bytes().unwrap()
+        req
     }
 
     /// A supervisor (DeviceAccess) AR connect: ARBlockReq only, ARType 0x0006.

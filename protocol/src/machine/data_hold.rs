@@ -13,8 +13,9 @@
 //! The supervision starts with the consumer's first valid frame (CPM FRUN -> RUN); the wait
 //! for that frame is the CMDEV machine's (`first_frame_timeout`).
 //!
-//! One implementation: the daemon's real-time thread and the simulator's device both run
-//! [`DataHold`].
+//! One implementation: the daemon's real-time thread, pn-farm's I/O loop, the simulator's
+//! device, the controller's test device and the device stack tests' controller
+//! (`device/tests/stack_peer`) all run [`DataHold`].
 
 use crate::time::{Duration, Instant};
 use crate::wire::rta::abort_reason;
