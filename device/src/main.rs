@@ -217,6 +217,12 @@ fn check_config_main(args: &Args, json: bool) -> ExitCode {
 }
 
 async fn run(args: Args, settings: Settings) -> ExitCode {
+    // SIGTERM and SIGINT are taken over before the API can answer: a stop that comes right
+    // after the start (systemd, a script or a test that saw the API answer) must take the clean
+    // shutdown path below, not the signal's default action (an exit by signal). Registered
+    // later, such a stop raced the main task and sometimes killed the daemon on a loaded
+    // machine.
+    let stop = StopSignals::register();
     let port = args.dev_port.unwrap_or(api::DEFAULT_PORT);
     if port != api::DEFAULT_PORT {
         warn!(
@@ -272,7 +278,7 @@ async fn run(args: Args, settings: Settings) -> ExitCode {
             tracing::debug!("automatic start: {}", res["message"].as_str().unwrap_or(""));
         });
     }
-    wait_for_signal().await;
+    stop.wait().await;
     info!("shutting down (drain up to {:?})", api::DRAIN);
     let _ = sd_tx.send(true);
     let _ = server.await;
@@ -281,20 +287,33 @@ async fn run(args: Args, settings: Settings) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
-        (Ok(mut t), Ok(mut i)) => {
-            tokio::select! {
-                _ = t.recv() => {}
-                _ = i.recv() => {}
-            }
+/// The stop signals (SIGTERM, SIGINT), registered with the runtime so that they are queued
+/// from [`StopSignals::register`] on.
+struct StopSignals {
+    term: Option<tokio::signal::unix::Signal>,
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    fn register() -> StopSignals {
+        use tokio::signal::unix::{signal, SignalKind};
+        StopSignals {
+            term: signal(SignalKind::terminate()).ok(),
+            int: signal(SignalKind::interrupt()).ok(),
         }
-        _ => {
-            let _ = tokio::signal::ctrl_c().await;
+    }
+
+    async fn wait(self) {
+        match (self.term, self.int) {
+            (Some(mut t), Some(mut i)) => {
+                tokio::select! {
+                    _ = t.recv() => {}
+                    _ = i.recv() => {}
+                }
+            }
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
         }
     }
 }

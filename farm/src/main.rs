@@ -101,13 +101,9 @@ fn main() {
         realtime: !cli.no_realtime,
         state_dir: cli.state_dir.clone(),
     };
-    let farm = match Farm::start(&cli.interface, &specs, opts) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("pn-farm: {e}");
-            std::process::exit(1);
-        }
-    };
+    // The stop signals are taken over before the farm starts: a SIGTERM that comes as soon as
+    // the status view answers must stop the farm cleanly (every AR ended with its ERR-RTA),
+    // not kill it by the signal's default action.
     // SAFETY: the handler only stores to an atomic (async-signal-safe).
     unsafe {
         libc::signal(
@@ -119,6 +115,13 @@ fn main() {
             on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
         );
     }
+    let farm = match Farm::start(&cli.interface, &specs, opts) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("pn-farm: {e}");
+            std::process::exit(1);
+        }
+    };
     tracing::info!(
         devices = specs.len(),
         interface = %cli.interface,
