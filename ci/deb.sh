@@ -46,7 +46,12 @@ build_deb() {
 
 if [ "${1:-}" = build ]; then
   [ -n "${2:-}" ] || fail "usage: ci/deb.sh build FILE"
-  build_deb | tee /dev/stderr | tail -n 1 >"$2"
+  # Through a file, not `tee /dev/stderr`: that reopens stderr and, when it is a log file,
+  # truncates what the caller wrote to it before.
+  out="$(mktemp -t pn-deb-out.XXXXXX)"
+  build_deb | tee "$out"
+  tail -n 1 "$out" >"$2"
+  rm -f "$out"
   [ -f "$(cat "$2")" ] || fail "no package at '$(cat "$2")'"
   exit 0
 fi
