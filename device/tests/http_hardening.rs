@@ -1,6 +1,6 @@
 //! Issue 9.4: HTTP hardening of the local API (spec sections 5 and 8, docs/decisions.md
 //! section 8), against the real daemon in its own network namespace. Complements
-//! `api_without_nic.rs` (413, 408 on a stalled body, the 17th request, the connection cap,
+//! `api_without_nic/` (413, 408 on a stalled body, the 17th request, the connection cap,
 //! loopback only, malformed request lines): here huge, slow, truncated and non-UTF-8 requests,
 //! a slowloris head, a trickling body, API keys of every wrong shape, IPv6 loopback, and many
 //! concurrent clients. Every case gets a 4xx (or 503 where decisions.md says so) or a closed

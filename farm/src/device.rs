@@ -7,8 +7,9 @@
 //! * DCP responder: [`DcpResponder`] (Identify delay, Get/Set, Hello);
 //! * cyclic: the consumer is pn-device's `cyclic::consume_frame` (the I/O shell of the
 //!   protocol crate's CPM, `machine::cpm::ConsumerCr`), the provider fills the PPM's
-//!   [`ProviderTemplate`] per cycle as pn-device's real-time thread does; the data-hold rule
-//!   is [`DataHold`];
+//!   [`ProviderTemplate`](pn_protocol::machine::ppm::ProviderTemplate) per cycle as
+//!   pn-device's real-time thread does; the data-hold rule is [`DataHold`] (both in
+//!   `cyclic_io`);
 //! * alarms: pn-device's `AlarmCr` (two `rta::RtaMachine`s);
 //! * LLDP: [`LldpAgent`] (its LLDPDU on schedule, the neighbour, the alias name for DCP); the
 //!   PDev real-data records report the neighbour as pn-device does (`cm::pdev_peer`);
@@ -30,7 +31,7 @@ use pn_device::dataplane::{DiagnosisEntry, StackConfig};
 use pn_device::image::{ProcessImage, IOXS_BAD, IOXS_GOOD};
 use pn_device::stack::ar;
 use pn_device::stack::cm;
-use pn_device::stack::cyclic::{self, Consumed, CyclicShared};
+use pn_device::stack::cyclic::CyclicShared;
 use pn_device::stack::link::LinkInfo;
 use pn_device::stack::lldp::{self, LldpAgent, LldpNeighbour};
 use pn_device::stack::records::{self, PdevLive, Records};
@@ -41,21 +42,22 @@ use pn_protocol::machine::cmdev::{ArPhase, Cmdev, CmdevApp, CmdevEvent, EndCause
 use pn_protocol::machine::cyclic::TIME_BASE_NS;
 use pn_protocol::machine::data_hold::DataHold;
 use pn_protocol::machine::dcp_responder::{DcpEvent, DcpIdentity, DcpResponder};
-use pn_protocol::machine::ppm::{ProviderTemplate, SlotClock};
 use pn_protocol::time::{Duration as PnDuration, Instant};
 use pn_protocol::wire::ethernet::MacAddr;
 use pn_protocol::wire::ip::{udp_frame, PNIO_CM_PORT};
 use pn_protocol::wire::pnio::cm::ConnectRequest;
 use pn_protocol::wire::pnio::record::RecordAddress;
 use pn_protocol::wire::pnio::PnioStatus;
-use pn_protocol::wire::rt::{ApduStatus, DataStatus};
 use pn_protocol::wire::rta::abort_reason;
 
 use crate::plant::DeviceSpec;
 use crate::remanent::DeviceStore;
 use crate::status::DevShared;
 
+mod cyclic_io;
 mod services;
+
+use cyclic_io::Provider;
 
 /// 100BASE-TX full duplex: the MAU type the PDev records report for the farm's virtual ports
 /// (there is no PHY per device to ask).
@@ -74,16 +76,6 @@ pub struct Out {
 /// their ARP requests and CM datagrams: the farm answers without asking the kernel, and
 /// sends its own client calls (ApplicationReady) to the controller's MAC.
 pub type Neighbours = HashMap<Ipv4Addr, [u8; 6]>;
-
-struct Provider {
-    job: ProviderTemplate,
-    frame: Vec<u8>,
-    /// The schedule, on the period grid (`SlotClock::on_grid`): every farm device of one
-    /// period sends in the same wake-up of the I/O loop.
-    clock: SlotClock,
-    have_q: bool,
-    q: Vec<u8>,
-}
 
 /// One emulated device.
 pub struct FarmDevice {
@@ -282,7 +274,7 @@ impl FarmDevice {
         let mut t: Option<u64> = None;
         let mut at = |x: u64| t = Some(t.map_or(x, |y| y.min(x)));
         if let Some(p) = &self.provider {
-            at(p.clock.next_ns());
+            at(p.next_ns());
         }
         for d in [
             self.cm.poll_timeout(),
@@ -298,35 +290,7 @@ impl FarmDevice {
         t
     }
 
-    /// The provider frame filled by the last [`FarmDevice::on_timer`] that reported it due.
-    pub fn provider_frame(&self) -> Option<&[u8]> {
-        self.provider.as_ref().map(|p| p.frame.as_slice())
-    }
-
     // ------------------------------------------------------------------ inputs
-
-    /// A cyclic frame addressed to this device (`payload` from the FrameID on).
-    pub fn on_cyclic(&mut self, src: [u8; 6], payload: &[u8]) -> bool {
-        let r = cyclic::consume_frame(&self.cyc, &self.shared.image, src, payload);
-        let k = &self.shared.counters;
-        k.rx_rt.fetch_add(1, Ordering::Relaxed);
-        match r {
-            Consumed::Ok => {
-                // CPM FRUN -> RUN: the data-hold watchdog takes over from the first-frame
-                // bound (the machine's deadline changes only with the first frame).
-                let first = self.cyc.consumer_frames.load(Ordering::Relaxed) == 1;
-                if first {
-                    self.cm.handle_first_output_frame();
-                }
-                first
-            }
-            Consumed::Invalid => {
-                k.rx_invalid.fetch_add(1, Ordering::Relaxed);
-                false
-            }
-            Consumed::NotOurs | Consumed::Ignored => false,
-        }
-    }
 
     /// An RTA frame (FrameID 0xFC01/0xFE01) to this device.
     pub fn on_rta(
@@ -494,7 +458,7 @@ impl FarmDevice {
         let due = self
             .provider
             .as_ref()
-            .is_some_and(|p| p.clock.next_ns() <= horizon);
+            .is_some_and(|p| p.next_ns() <= horizon);
         if due {
             send = self.provider_slot(now, out, n);
         }
@@ -525,87 +489,6 @@ impl FarmDevice {
             self.poll_alarm(now, out, n);
         }
         send && self.provider.is_some()
-    }
-
-    /// One provider slot: what pn-device's real-time thread does per cycle (missed slots
-    /// skipped and counted in the CycleCounter, the data-hold check, then the frame).
-    fn provider_slot(&mut self, now: Instant, out: &mut Out, n: &Neighbours) -> bool {
-        let Some(p) = self.provider.as_mut() else {
-            return false;
-        };
-        let period = p.clock.period_ns();
-        // A slot due within the loop's batch horizon is sent in this wake-up, as on time.
-        let Some(slot) = p.clock.take(now.0.max(p.clock.next_ns())) else {
-            return false;
-        };
-        if slot.missed > 0 {
-            self.shared
-                .counters
-                .missed_slots
-                .fetch_add(slot.missed, Ordering::Relaxed);
-        }
-        // Data-hold supervision (the daemon's rule, once per executed provider cycle).
-        let dht = self.cyc.dht_ns.load(Ordering::Acquire);
-        if dht != 0 {
-            let frames = self.cyc.consumer_frames.load(Ordering::Acquire);
-            let wd = self
-                .watchdog
-                .get_or_insert_with(|| DataHold::new(PnDuration(dht), PnDuration(period), frames));
-            let last = Instant(self.cyc.last_rx_ns.load(Ordering::Acquire));
-            if let Some(trip) = wd.on_interval(now, frames, last) {
-                self.cyc.dht_ns.store(0, Ordering::Release);
-                self.watchdog = None;
-                let msg = trip.in_words(PnDuration(dht));
-                self.cm.end_io_ar(
-                    &msg,
-                    Some(abort_reason::status(
-                        pn_protocol::machine::data_hold::ABORT_REASON,
-                    )),
-                    EndCause::Fault,
-                );
-                self.shared
-                    .counters
-                    .watchdog_trips
-                    .fetch_add(1, Ordering::Relaxed);
-                self.apply(now, out, n);
-                return false;
-            }
-        } else {
-            self.watchdog = None;
-        }
-        let Some(p) = self.provider.as_mut() else {
-            return false;
-        };
-        let image = &self.shared.image;
-        let gen = match image.cyclic_read_output(&mut p.q) {
-            Ok(gen) => {
-                p.have_q = true;
-                p.job.copy_items(&mut p.frame, &p.q);
-                Some(gen)
-            }
-            // A writer is mid-copy: resend the previous content.
-            Err(_) => None,
-        };
-        let ds = DataStatus::new(
-            true,
-            p.have_q,
-            self.cyc.provider_run.load(Ordering::Relaxed),
-            !self.cyc.station_problem.load(Ordering::Relaxed),
-        );
-        p.job.stamp(
-            &mut p.frame,
-            ApduStatus {
-                cycle_counter: slot.cycle_counter,
-                data_status: ds,
-                transfer_status: 0,
-            },
-        );
-        if let Some(gen) = gen {
-            // Marked when queued: the batch is sent before the loop sleeps again.
-            image.cyclic_mark_output_sent(gen);
-        }
-        self.shared.counters.tx_rt.fetch_add(1, Ordering::Relaxed);
-        true
     }
 
     // ------------------------------------------------------------------ machine effects
@@ -737,17 +620,12 @@ impl FarmDevice {
                     self.cyc
                         .set_consumer(Some(plan.consumer.clone()), &self.shared.image);
                     self.watchdog = None;
-                    self.provider = Some(Provider {
-                        frame: plan.provider.frame.clone(),
-                        clock: SlotClock::on_grid(
-                            now.0,
-                            plan.period_ns.max(TIME_BASE_NS),
-                            plan.provider.counter_step,
-                        ),
-                        have_q: false,
-                        q: vec![0; self.shared.image.output_len()],
-                        job: plan.provider,
-                    });
+                    self.provider = Some(Provider::new(
+                        plan.provider,
+                        now,
+                        plan.period_ns,
+                        self.shared.image.output_len(),
+                    ));
                     self.shared.image.set_device_status(IOXS_GOOD, IOXS_GOOD);
                     self.dcp.set_ar_active(true);
                     let who = format!(

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scapy as an independent oracle for the pn-protocol codecs (used by tests/scapy_vectors.rs).
+"""scapy as an independent oracle for the pn-protocol codecs (used by tests/scapy_vectors/).
 
   pn_scapy.py build KIND 'JSON-PARAMS'   -> prints the frame scapy builds, as hex (one line)
   pn_scapy.py dissect [LAYER]  < hex     -> prints JSON: a list of layers, each
