@@ -7,11 +7,13 @@
 //! the device's frames, the controller's frames and the bare sender's frames, missed cycles,
 //! watchdog trips on both sides, CPU use and the ratios to the bare sender.
 
+use super::pnet::{PNET_MAC, PNET_PERIOD_US};
 use super::raw;
-use super::recorder::Kind;
-use super::rig::{cpu_pct, wrk_non2xx, wrk_rps, CpuLoad, Rig};
+use super::recorder::{Kind, Rec};
+use super::rig::{cpu_pct, wrk_non2xx, wrk_rps, ChildGuard, CpuLoad, Rig};
 use super::stats::{gaps, intervals, unexplained, IntervalStats};
 use super::{nap, stopped};
+use pn_controller::{ArHandle, ArState};
 use serde::Serialize;
 use serde_json::Value as Json;
 use std::time::Duration;
@@ -60,6 +62,9 @@ pub struct CaseResult {
     pub recorder_drops: u64,
     pub loadavg_before: f64,
     pub bare_report: String,
+    /// p-net's stream (`--pnet`, 1 ms cases).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pnet: Option<PnetStream>,
 }
 
 fn counter(d: &Json, k: &str) -> i64 {
@@ -68,20 +73,165 @@ fn counter(d: &Json, k: &str) -> i64 {
         .unwrap_or(0)
 }
 
-/// Run one case on a rig (connects the AR at the case's period when needed).
-pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, String> {
-    let period_ns = case.period_us * 1000;
-    let need_connect = match &rig.ar {
-        Some(a) => {
-            a.state() != pn_controller::ArState::DataExchange
-                || a.status().cycle_us != case.period_us
+/// p-net's input stream in a case (`--pnet`), measured as the device's.
+#[derive(Debug, Clone, Serialize)]
+pub struct PnetStream {
+    pub stream: IntervalStats,
+    /// The controller's frames to p-net.
+    pub controller: IntervalStats,
+    /// p-net |dev| p99 / bare |dev| p99.
+    pub ratio_dev_p99: f64,
+    /// p-net |dev| p99 / device |dev| p99 (issue 17: at least 3).
+    pub p99_pnet_over_device: f64,
+    /// p-net gaps longer than 3 cycles during which the bare sender had no gap.
+    pub unexplained_gaps: usize,
+    pub controller_watchdog_expiries: u64,
+    /// Times p-net's AR left data exchange during the measurement (each reconnected).
+    pub ar_ends: usize,
+    pub ar_aborts: Vec<String>,
+    pub ar_state_after: String,
+    pub cpu_pct: Option<f64>,
+    pub rss_kb: Option<u64>,
+}
+
+/// An AR the case keeps up: after it leaves data exchange the end is noted (time after the
+/// start, state) and the AR reconnected, so a long run goes on.
+struct Watched {
+    ar: ArHandle,
+    aborts: Vec<String>,
+    ends: usize,
+    /// Controller watchdog expiries of the ARs already ended.
+    ctl_exp: u64,
+    exp_base: u64,
+    /// Reconnecting failed: no longer watched.
+    lost: bool,
+}
+
+impl Watched {
+    fn new(ar: ArHandle) -> Watched {
+        Watched {
+            exp_base: ar.status().watchdog_expiries,
+            ar,
+            aborts: Vec::new(),
+            ends: 0,
+            ctl_exp: 0,
+            lost: false,
         }
-        None => true,
+    }
+
+    /// Reconnect (up to `tries` times) when the AR has ended.
+    fn check(
+        &mut self,
+        rt0: u64,
+        tries: usize,
+        mut reconnect: impl FnMut() -> Result<ArHandle, String>,
+    ) {
+        let st = self.ar.state();
+        if self.lost || st == ArState::DataExchange {
+            return;
+        }
+        self.ends += 1;
+        self.aborts.push(format!(
+            "{:.1} s: {st:?}",
+            (raw::realtime_ns() - rt0) as f64 / 1e9
+        ));
+        self.ctl_exp += self
+            .ar
+            .status()
+            .watchdog_expiries
+            .saturating_sub(self.exp_base);
+        self.exp_base = 0;
+        // The device may still be tearing the old AR down: retry a few times.
+        let mut last_err = String::new();
+        for _ in 0..tries {
+            match reconnect() {
+                Ok(h) => {
+                    self.ar = h;
+                    return;
+                }
+                Err(e) => {
+                    last_err = e.lines().next().unwrap_or("").to_string();
+                    nap(Duration::from_millis(300));
+                }
+            }
+        }
+        self.aborts.push(format!("reconnect failed: {last_err}"));
+        self.lost = true;
+    }
+
+    /// Controller watchdog expiries over the measurement.
+    fn expiries(&self) -> u64 {
+        self.ctl_exp
+            + self
+                .ar
+                .status()
+                .watchdog_expiries
+                .saturating_sub(self.exp_base)
+    }
+}
+
+/// The processes and threads whose CPU time a case measures.
+struct Procs {
+    paths: [Option<String>; 5],
+}
+
+impl Procs {
+    const DEV: usize = 0;
+    const CYC: usize = 1;
+    const RX: usize = 2;
+    const BARE: usize = 3;
+    const PNET: usize = 4;
+
+    fn of(rig: &Rig, bare: &ChildGuard, pnet: bool) -> Procs {
+        let pnet_pid = rig.pnet.as_ref().filter(|_| pnet).map(|p| p.pid);
+        Procs {
+            paths: [
+                Some(format!("/proc/{}", rig.dev_pid)),
+                raw::thread_path(rig.dev_pid, "pn-cyclic"),
+                raw::thread_path(rig.dev_pid, "pn-rx"),
+                bare.pid().map(|p| format!("/proc/{p}")),
+                pnet_pid.map(|p| format!("/proc/{p}")),
+            ],
+        }
+    }
+
+    fn read(&self) -> [Option<u64>; 5] {
+        self.paths
+            .clone()
+            .map(|p| p.as_deref().and_then(raw::cpu_ticks))
+    }
+}
+
+/// Connect the device's AR (and p-net's at its period) when not up at the case's period.
+fn prepare(rig: &mut Rig, case: &Case, dhf: u16) -> Result<(ArHandle, Option<ArHandle>), String> {
+    let up = |a: Option<&ArHandle>| {
+        a.is_some_and(|a| {
+            a.state() == ArState::DataExchange && a.status().cycle_us == case.period_us
+        })
     };
-    if need_connect {
+    if !up(rig.ar.as_ref()) {
         rig.connect(case.period_us, dhf)?;
     }
     let ar = rig.ar.clone().ok_or("no AR")?;
+    let Some(p) = &rig.pnet else {
+        return Ok((ar, None));
+    };
+    if case.period_us != PNET_PERIOD_US {
+        rig.disconnect_pnet();
+        return Ok((ar, None));
+    }
+    let pnet = if up(p.ar.as_ref()) {
+        p.ar.clone().ok_or("no p-net AR")?
+    } else {
+        rig.connect_pnet(case.period_us, dhf)?
+    };
+    Ok((ar, Some(pnet)))
+}
+
+/// Run one case on a rig (connects the AR at the case's period when needed).
+pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, String> {
+    let period_ns = case.period_us * 1000;
+    let (ar, pnet_ar) = prepare(rig, case, dhf)?;
     rig.set_hires(case.hires)?;
     let loadavg_before = raw::loadavg1();
     let _load = (case.load_threads > 0).then(|| CpuLoad::start(case.load_threads));
@@ -100,117 +250,132 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
     rig.rec().clear();
     let drops0 = rig.rec().drops();
     let d0 = rig.diag();
-    let s0 = ar.status();
-    let dev_path = format!("/proc/{}", rig.dev_pid);
-    let cyc_path = raw::thread_path(rig.dev_pid, "pn-cyclic");
-    let rx_path = raw::thread_path(rig.dev_pid, "pn-rx");
-    let bare_path = bare.pid().map(|p| format!("/proc/{p}"));
-    let t_dev0 = raw::cpu_ticks(&dev_path);
-    let t_cyc0 = cyc_path.as_deref().and_then(raw::cpu_ticks);
-    let t_rx0 = rx_path.as_deref().and_then(raw::cpu_ticks);
-    let t_bare0 = bare_path.as_deref().and_then(raw::cpu_ticks);
+    let procs = Procs::of(rig, &bare, pnet_ar.is_some());
+    let ticks0 = procs.read();
     let t0 = raw::mono_ns();
     let rt0 = raw::realtime_ns();
-    // Watch the AR: after an abort (watchdog), note when and reconnect, so a long run goes on.
-    let mut aborts: Vec<String> = Vec::new();
-    let mut ar = ar;
-    let mut ctl_exp = 0u64;
-    let mut exp_base = s0.watchdog_expiries;
+    let mut dev = Watched::new(ar);
+    let mut pnet = pnet_ar.map(Watched::new);
     let end = t0 + case.seconds * 1_000_000_000;
-    while raw::mono_ns() < end && !stopped() {
+    while raw::mono_ns() < end && !stopped() && !dev.lost {
         nap(Duration::from_millis(100));
-        let st = ar.state();
-        if st != pn_controller::ArState::DataExchange {
-            aborts.push(format!(
-                "{:.1} s: {st:?}",
-                (raw::realtime_ns() - rt0) as f64 / 1e9
-            ));
-            ctl_exp += ar.status().watchdog_expiries.saturating_sub(exp_base);
-            exp_base = 0;
-            // The device may still be tearing the old AR down: retry a few times.
-            let mut last_err = String::new();
-            let mut ok = false;
-            for _ in 0..10 {
-                match rig.connect(case.period_us, dhf) {
-                    Ok(h) => {
-                        ar = h;
-                        ok = true;
-                        break;
-                    }
-                    Err(e) => {
-                        last_err = e.lines().next().unwrap_or("").to_string();
-                        nap(Duration::from_millis(300));
-                    }
-                }
-            }
-            if !ok {
-                aborts.push(format!("reconnect failed: {last_err}"));
-                break;
-            }
+        dev.check(rt0, 10, || rig.connect(case.period_us, dhf));
+        if let Some(p) = pnet.as_mut() {
+            // connect_pnet retries by itself for a while.
+            p.check(rt0, 1, || rig.connect_pnet(case.period_us, dhf));
         }
     }
     let secs = (raw::mono_ns() - t0) as f64 / 1e9;
-    let t_dev1 = raw::cpu_ticks(&dev_path);
-    let t_cyc1 = cyc_path.as_deref().and_then(raw::cpu_ticks);
-    let t_rx1 = rx_path.as_deref().and_then(raw::cpu_ticks);
-    let t_bare1 = bare_path.as_deref().and_then(raw::cpu_ticks);
+    let ticks1 = procs.read();
     let recs = rig.rec().take();
     let d1 = rig.diag();
-    let s1 = ar.status();
-    ctl_exp += s1.watchdog_expiries.saturating_sub(exp_base);
     let rss = raw::vm_rss_kb(rig.dev_pid);
+    let pnet_rss = rig.pnet.as_ref().and_then(|p| raw::vm_rss_kb(p.pid));
     drop(_load);
     let bare_report = bare.finish(Duration::from_secs(4)).trim().to_string();
     let wrk_out = wrk.map(|w| w.finish(Duration::from_secs(5)));
     if stopped() {
         return Err("interrupted".into());
     }
-    let pick =
-        |k: Kind| -> Vec<u64> { recs.iter().filter(|r| r.kind == k).map(|r| r.ts).collect() };
-    let (dev_ts, ctl_ts, bare_ts) = (
-        pick(Kind::DevCyclic),
-        pick(Kind::CtlCyclic),
-        pick(Kind::Bare),
-    );
-    let device = intervals(&dev_ts, period_ns);
-    let controller = intervals(&ctl_ts, period_ns);
-    let barest = intervals(&bare_ts, period_ns);
-    let bare_gaps = gaps(&bare_ts, period_ns, 2.0);
-    let device_unexplained_gaps =
-        unexplained(&gaps(&dev_ts, period_ns, 3.0), &bare_gaps, period_ns);
-    let controller_unexplained_gaps =
-        unexplained(&gaps(&ctl_ts, period_ns, 3.0), &bare_gaps, period_ns);
-    let ratio = if barest.dev_p99 > 0.0 {
-        device.dev_p99 / barest.dev_p99
-    } else {
-        f64::NAN
-    };
+    let cpu = |i: usize| cpu_pct(ticks0[i], ticks1[i], secs);
+    let s = Streams::split(&recs, &rig.rec().macs(), period_ns);
+    let (bare_p99, dev_p99) = (s.bare.dev_p99, s.device.st.dev_p99);
+    let pnet = pnet.zip(s.pnet).map(|(w, (p, ctl))| PnetStream {
+        ratio_dev_p99: ratio(p.st.dev_p99, bare_p99),
+        p99_pnet_over_device: ratio(p.st.dev_p99, dev_p99),
+        unexplained_gaps: p.unexplained,
+        controller_watchdog_expiries: w.expiries(),
+        ar_ends: w.ends,
+        ar_aborts: w.aborts.clone(),
+        ar_state_after: format!("{:?}", w.ar.state()),
+        cpu_pct: cpu(Procs::PNET),
+        rss_kb: pnet_rss,
+        stream: p.st,
+        controller: ctl,
+    });
     Ok(CaseResult {
         case: case.clone(),
-        ratio_dev_p99: ratio,
-        device_unexplained_gaps,
-        controller_unexplained_gaps,
-        device,
-        controller,
-        bare: barest,
+        ratio_dev_p99: ratio(dev_p99, bare_p99),
+        device_unexplained_gaps: s.device.unexplained,
+        controller_unexplained_gaps: s.controller.unexplained,
+        device: s.device.st,
+        controller: s.controller.st,
+        bare: s.bare,
         device_watchdog_trips: counter(&d1, "watchdogTrips") - counter(&d0, "watchdogTrips"),
-        controller_watchdog_expiries: ctl_exp,
+        controller_watchdog_expiries: dev.expiries(),
         device_missed_ticks: counter(&d1, "stackMissedTicks") - counter(&d0, "stackMissedTicks"),
-        ar_state_after: format!("{:?}", ar.state()),
-        ar_aborts: aborts,
+        ar_state_after: format!("{:?}", dev.ar.state()),
+        ar_aborts: dev.aborts,
         measured_s: secs,
         t0_realtime_ns: rt0,
-        device_cpu_pct: cpu_pct(t_dev0, t_dev1, secs),
-        cyclic_thread_cpu_pct: cpu_pct(t_cyc0, t_cyc1, secs),
-        rx_thread_cpu_pct: cpu_pct(t_rx0, t_rx1, secs),
-        bare_cpu_pct: cpu_pct(t_bare0, t_bare1, secs),
+        device_cpu_pct: cpu(Procs::DEV),
+        cyclic_thread_cpu_pct: cpu(Procs::CYC),
+        rx_thread_cpu_pct: cpu(Procs::RX),
+        bare_cpu_pct: cpu(Procs::BARE),
         device_rss_kb: rss,
         wrk_rps: wrk_out.as_deref().and_then(wrk_rps),
         wrk_non2xx: wrk_out.as_deref().map_or(0, wrk_non2xx),
         recorder_drops: rig.rec().drops() - drops0,
         loadavg_before,
         bare_report,
+        pnet,
     })
+}
+
+/// `a / b`, NaN when `b` is 0.
+pub fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        f64::NAN
+    }
+}
+
+/// One measured stream: its statistics and its gaps > 3 cycles without a bare-sender gap
+/// (longer than 2 cycles) at the same time.
+struct Stream {
+    st: IntervalStats,
+    unexplained: usize,
+}
+
+/// The recorded streams of a case: the device's frames and the controller's frames to it,
+/// p-net's and the controller's to p-net (by p-net's MAC, when p-net sent), the bare sender's.
+struct Streams {
+    device: Stream,
+    controller: Stream,
+    bare: IntervalStats,
+    pnet: Option<(Stream, IntervalStats)>,
+}
+
+impl Streams {
+    fn split(recs: &[Rec], macs: &[[u8; 6]], period_ns: u64) -> Streams {
+        let pnet_idx = macs.iter().position(|m| *m == PNET_MAC);
+        let of = |k: Kind, pnet: bool| -> Vec<u64> {
+            recs.iter()
+                .filter(|r| r.kind == k && (Some(usize::from(r.src)) == pnet_idx) == pnet)
+                .map(|r| r.ts)
+                .collect()
+        };
+        let bare_ts: Vec<u64> = recs
+            .iter()
+            .filter(|r| r.kind == Kind::Bare)
+            .map(|r| r.ts)
+            .collect();
+        let bare_gaps = gaps(&bare_ts, period_ns, 2.0);
+        let stream = |ts: &[u64]| Stream {
+            st: intervals(ts, period_ns),
+            unexplained: unexplained(&gaps(ts, period_ns, 3.0), &bare_gaps, period_ns),
+        };
+        Streams {
+            device: stream(&of(Kind::DevCyclic, false)),
+            controller: stream(&of(Kind::CtlCyclic, false)),
+            bare: intervals(&bare_ts, period_ns),
+            pnet: pnet_idx.map(|_| {
+                let ctl = intervals(&of(Kind::CtlCyclic, true), period_ns);
+                (stream(&of(Kind::DevCyclic, true)), ctl)
+            }),
+        }
+    }
 }
 
 fn f(v: f64) -> String {
@@ -230,7 +395,7 @@ fn opt(v: Option<f64>) -> String {
 /// Markdown header of [`markdown_rows`].
 pub const TABLE_HEADER: &str = "| period | load | hires | http | stream | frames | interval p50/p99/p99.9/max (us) | \\|dev\\| p50/p99/p99.9/max (us) | missed | gaps>3 | ratio p99 | wd trips dev/ctl | CPU % dev (cyclic/rx) | loadavg |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|";
 
-/// Three markdown rows (device, bare sender, controller) of a case.
+/// The markdown rows (device, p-net when it ran, bare sender, controller) of a case.
 pub fn markdown_rows(r: &CaseResult) -> String {
     let c = &r.case;
     let head = format!(
@@ -283,6 +448,19 @@ pub fn markdown_rows(r: &CaseResult) -> String {
             r.loadavg_before
         ),
     );
+    if let Some(p) = &r.pnet {
+        out += &row(
+            "p-net",
+            &p.stream,
+            &format!(
+                "{} | -/{} ({} AR ends) | pn_dev {} | |",
+                f(p.ratio_dev_p99),
+                p.controller_watchdog_expiries,
+                p.ar_ends,
+                opt(p.cpu_pct),
+            ),
+        );
+    }
     out += &row(
         "bare",
         &r.bare,
@@ -327,5 +505,137 @@ pub fn verdict(r: &CaseResult, max_ratio: f64) -> String {
             r.controller.max_at_ns.saturating_sub(r.t0_realtime_ns) as f64 / 1e9,
             r.bare.max_at_ns.saturating_sub(r.t0_realtime_ns) as f64 / 1e9,
         )
+    }
+}
+
+/// Issue 17's target against p-net in the same case: the device's missed cycles no more than
+/// p-net's, and p-net's |interval - period| p99 at least `min_ratio` times the device's.
+pub fn pnet_verdict(r: &CaseResult, min_ratio: f64) -> Option<String> {
+    let p = r.pnet.as_ref()?;
+    let (dm, pm) = (r.device.missed_cycles, p.stream.missed_cycles);
+    let met = |ok: bool| if ok { "MET" } else { "MISSED" };
+    let shown: Vec<&str> = p.ar_aborts.iter().take(5).map(String::as_str).collect();
+    Some(format!(
+        "{} us {} against p-net: missed cycles device {dm} vs p-net {pm} (target device <= p-net: {}); |dev| p99 p-net {:.1} us / device {:.1} us = {:.2}x (target >= {min_ratio}x: {}); interval p99 p-net {:.0} us, device {:.0} us; gaps>3 device {} p-net {} bare {}; p-net AR ends {} (controller watchdog expiries {}){}",
+        r.case.period_us,
+        if r.case.load_threads > 0 { "loaded" } else { "idle" },
+        met(dm <= pm),
+        p.stream.dev_p99,
+        r.device.dev_p99,
+        p.p99_pnet_over_device,
+        met(p.p99_pnet_over_device >= min_ratio),
+        p.stream.interval_p99,
+        r.device.interval_p99,
+        r.device.gaps_over_3,
+        p.stream.gaps_over_3,
+        r.bare.gaps_over_3,
+        p.ar_ends,
+        p.controller_watchdog_expiries,
+        if shown.is_empty() {
+            String::new()
+        } else {
+            format!(": {}{}", shown.join(", "), if p.ar_aborts.len() > 5 { ", ..." } else { "" })
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(frames: u64, dev_p99: f64, missed: u64) -> IntervalStats {
+        IntervalStats {
+            frames,
+            dev_p99,
+            missed_cycles: missed,
+            ..Default::default()
+        }
+    }
+
+    fn result(pnet: Option<PnetStream>) -> CaseResult {
+        CaseResult {
+            case: Case {
+                period_us: 1000,
+                load_threads: 1,
+                hires: true,
+                http_conns: 0,
+                seconds: 10,
+            },
+            device: stats(10_000, 20.0, 5),
+            controller: stats(10_000, 30.0, 7),
+            bare: stats(10_000, 40.0, 9),
+            ratio_dev_p99: 0.5,
+            device_unexplained_gaps: 0,
+            controller_unexplained_gaps: 0,
+            device_watchdog_trips: 0,
+            controller_watchdog_expiries: 0,
+            device_missed_ticks: 0,
+            ar_state_after: "DataExchange".into(),
+            ar_aborts: vec![],
+            measured_s: 10.0,
+            t0_realtime_ns: 0,
+            device_cpu_pct: Some(10.0),
+            cyclic_thread_cpu_pct: None,
+            rx_thread_cpu_pct: None,
+            bare_cpu_pct: None,
+            device_rss_kb: None,
+            wrk_rps: None,
+            wrk_non2xx: 0,
+            recorder_drops: 0,
+            loadavg_before: 1.0,
+            bare_report: String::new(),
+            pnet,
+        }
+    }
+
+    fn pnet(dev_p99: f64, missed: u64) -> PnetStream {
+        PnetStream {
+            stream: stats(9_990, dev_p99, missed),
+            controller: stats(10_000, 30.0, 0),
+            ratio_dev_p99: ratio(dev_p99, 40.0),
+            p99_pnet_over_device: ratio(dev_p99, 20.0),
+            unexplained_gaps: 0,
+            controller_watchdog_expiries: 2,
+            ar_ends: 1,
+            ar_aborts: vec!["3.0 s: Aborted(\"x\")".into()],
+            ar_state_after: "DataExchange".into(),
+            cpu_pct: Some(4.0),
+            rss_kb: None,
+        }
+    }
+
+    #[test]
+    fn pnet_row_sits_between_the_device_and_the_bare_sender() {
+        let rows = markdown_rows(&result(Some(pnet(80.0, 9))));
+        let names: Vec<&str> = rows
+            .lines()
+            .map(|l| l.split('|').nth(5).unwrap_or("").trim())
+            .collect();
+        assert_eq!(names, ["device", "p-net", "bare", "controller"]);
+        let p = rows.lines().nth(1).unwrap();
+        assert!(
+            p.contains("| 9990 |") && p.contains("-/2 (1 AR ends)"),
+            "{p}"
+        );
+        assert!(p.contains("pn_dev 4.0"), "{p}");
+        // Every row has the header's columns.
+        let cols = |l: &str| l.matches('|').count();
+        let header = TABLE_HEADER.lines().next().unwrap().replace("\\|", "");
+        assert!(rows.lines().all(|l| cols(l) == cols(&header)), "{rows}");
+        assert_eq!(markdown_rows(&result(None)).lines().count(), 3);
+    }
+
+    #[test]
+    fn pnet_verdict_judges_both_targets() {
+        assert_eq!(pnet_verdict(&result(None), 3.0), None);
+        let v = pnet_verdict(&result(Some(pnet(80.0, 9))), 3.0).unwrap();
+        assert!(
+            v.contains("device 5 vs p-net 9 (target device <= p-net: MET)"),
+            "{v}"
+        );
+        assert!(v.contains("= 4.00x (target >= 3x: MET)"), "{v}");
+        let v = pnet_verdict(&result(Some(pnet(50.0, 4))), 3.0).unwrap();
+        assert!(v.contains("(target device <= p-net: MISSED)"), "{v}");
+        assert!(v.contains("= 2.50x (target >= 3x: MISSED)"), "{v}");
     }
 }

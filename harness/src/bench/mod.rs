@@ -14,6 +14,7 @@
 pub mod cycle;
 pub mod http;
 pub mod latency;
+pub mod pnet;
 pub mod raw;
 pub mod recorder;
 pub mod rig;
@@ -116,6 +117,8 @@ pub struct CycleArgs {
     /// reconnected after each).
     #[arg(long, default_value_t = 32)]
     pub dhf: u16,
+    #[command(flatten)]
+    pub pnet: pnet::PnetArgs,
     #[command(flatten)]
     pub out: JsonOut,
 }
@@ -249,7 +252,22 @@ fn run_cycle(opts: &CycleArgs) -> Result<(), String> {
     let (seconds, dhf) = (opts.seconds, opts.dhf);
     println!("machine: {}", raw::machine());
     println!("DataHoldFactor {dhf}, {seconds} s per case");
+    let pnet = pnet::resolve(&opts.pnet, &|p| p.is_file())?;
     let mut rig = rig::Rig::start(true)?;
+    if let Some(p) = &pnet {
+        rig.attach_pnet(p)?;
+        println!(
+            "p-net: {} (shim {}, GSDML {}, station {}, modules {}, chrt -f {}), pid {}, at {} us only",
+            p.bin.display(),
+            p.shim.display(),
+            p.gsdml.display(),
+            p.station,
+            p.modules,
+            p.prio,
+            rig.pnet.as_ref().map_or(0, |x| x.pid),
+            pnet::PNET_PERIOD_US,
+        );
+    }
     let mut results = Vec::new();
     println!("{}", cycle::TABLE_HEADER);
     for &p in periods {
@@ -285,12 +303,23 @@ fn run_cycle(opts: &CycleArgs) -> Result<(), String> {
     println!();
     for r in &results {
         println!("{}", cycle::verdict(r, 1.5));
+        if let Some(v) = cycle::pnet_verdict(r, 3.0) {
+            println!("{v}");
+        }
         if let Some(rss) = r.device_rss_kb {
             println!("  device VmRSS {rss} kB; bare sender: {}", r.bare_report);
         }
     }
     write_json(
         &opts.out,
-        &serde_json::json!({ "machine": raw::machine(), "results": results }),
+        &serde_json::json!({
+            "machine": raw::machine(),
+            "dhf": dhf,
+            "pnet": pnet.as_ref().map(|p| serde_json::json!({
+                "bin": p.bin, "gsdml": p.gsdml, "shim": p.shim, "station": p.station,
+                "modules": p.modules, "fifo_priority": p.prio,
+            })),
+            "results": results,
+        }),
     )
 }

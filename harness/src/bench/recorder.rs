@@ -40,7 +40,8 @@ pub struct Rec {
     /// Kernel receive timestamp, CLOCK_REALTIME ns.
     pub ts: u64,
     pub kind: Kind,
-    /// Index of the source MAC in [`Recorder::macs`].
+    /// Index in [`Recorder::macs`] of the device's MAC: the source of a [`Kind::DevCyclic`]
+    /// frame, the destination of a [`Kind::CtlCyclic`] frame (0 for the other kinds).
     pub src: u16,
     /// For [`Kind::DevCyclic`]: 4 bytes at the probe offset (big-endian), else 0.
     pub data: u32,
@@ -188,8 +189,14 @@ fn run(sh: Arc<Shared>, fd: OwnedFd) {
                 if kind == Kind::Other {
                     continue;
                 }
-                let src = match frame.get(6..12) {
-                    Some(m) if kind == Kind::DevCyclic => {
+                // The peer: the source of a device's frame, the destination of ours.
+                let peer = match kind {
+                    Kind::DevCyclic => frame.get(6..12),
+                    Kind::CtlCyclic => frame.get(0..6),
+                    _ => None,
+                };
+                let src = match peer {
+                    Some(m) => {
                         let mut mac = [0u8; 6];
                         mac.copy_from_slice(m);
                         let mut macs = sh.macs.lock().unwrap_or_else(|p| p.into_inner());
@@ -316,7 +323,7 @@ impl Recorder {
         self.sh.drops.load(Ordering::Relaxed)
     }
 
-    /// Source MACs of device frames, by index.
+    /// MACs of the devices (sources of their frames, destinations of ours), by index.
     pub fn macs(&self) -> Vec<[u8; 6]> {
         self.sh
             .macs

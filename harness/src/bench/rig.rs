@@ -4,6 +4,7 @@
 //! Everything is torn down on drop (also on Ctrl-C: the benchmark loops check [`super::stopped`]
 //! and return, so the drops run).
 
+use super::pnet::{self, Pnet, PnetPaths};
 use super::raw;
 use super::recorder::Recorder;
 use crate::lab::{Lab, LabOptions};
@@ -148,7 +149,12 @@ pub struct Rig {
     pub ar: Option<ArHandle>,
     pub ctl: Option<Controller>,
     pub rec: Option<Recorder>,
+    /// The p-net device of `--pnet` (before `lab`: its process and namespace go first).
+    pub pnet: Option<Pnet>,
     pub lab: Lab,
+    /// The controller's and the recorder's interface: the lab's veth end, or the bridge of
+    /// [`Rig::attach_pnet`].
+    pub ctl_nic: String,
     pub xml: String,
     pub dev_pid: u32,
     /// SendClockFactor the running controller was started with.
@@ -173,11 +179,14 @@ impl Rig {
         };
         let lab = Lab::start(opts)?;
         let xml = lab.config_text();
+        let ctl_nic = lab.controller_nic().to_string();
         let mut rig = Rig {
             ar: None,
             ctl: None,
             rec: None,
+            pnet: None,
             lab,
+            ctl_nic,
             xml,
             dev_pid: 0,
             ctl_scf: 0,
@@ -198,11 +207,40 @@ impl Rig {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        rig.rec = Some(Recorder::start(
-            rig.lab.ns_ctl.path(),
-            rig.lab.controller_nic(),
-        )?);
+        rig.rec = Some(Recorder::start(rig.lab.ns_ctl.path(), &rig.ctl_nic)?);
         Ok(rig)
+    }
+
+    /// Put the controller's end on a bridge and start p-net on a second port of it (before
+    /// the first connect): the controller and the recorder move to the bridge.
+    pub fn attach_pnet(&mut self, paths: &PnetPaths) -> Result<(), String> {
+        self.disconnect();
+        self.disconnect_pnet();
+        if let Some(c) = self.ctl.take() {
+            c.shutdown();
+        }
+        self.rec.take();
+        let br = pnet::bridge_controller_side(&self.lab)?;
+        self.pnet = Some(Pnet::start(&self.lab.ns_ctl, &br, paths)?);
+        self.rec = Some(Recorder::start(self.lab.ns_ctl.path(), &br)?);
+        self.ctl_nic = br;
+        Ok(())
+    }
+
+    /// Connect (or reconnect) p-net's AR with the same timing as the device's.
+    pub fn connect_pnet(&mut self, period_us: u64, dhf: u16) -> Result<ArHandle, String> {
+        let (scf, rr) = timing(period_us);
+        self.ensure_controller(scf)?;
+        self.disconnect_pnet();
+        let ctl = self.ctl.as_ref().ok_or("no controller")?;
+        let p = self.pnet.as_mut().ok_or("no p-net")?;
+        p.connect(ctl, scf, rr, dhf)
+    }
+
+    pub fn disconnect_pnet(&mut self) {
+        if let Some(p) = self.pnet.as_mut() {
+            p.disconnect();
+        }
     }
 
     pub fn rec(&self) -> &Recorder {
@@ -237,10 +275,11 @@ impl Rig {
             return Ok(());
         }
         self.disconnect();
+        self.disconnect_pnet();
         if let Some(c) = self.ctl.take() {
             c.shutdown();
         }
-        let nic = self.lab.controller_nic().to_string();
+        let nic = self.ctl_nic.clone();
         let ctl = self
             .lab
             .ns_ctl
@@ -261,25 +300,14 @@ impl Rig {
 
     /// Connect an AR with cycle `period_us` (a multiple of 31.25 us) and DataHoldFactor `dhf`.
     pub fn connect(&mut self, period_us: u64, dhf: u16) -> Result<ArHandle, String> {
-        let units = (period_us * 1000 / 31_250).max(1);
-        // SendClockFactor up to 128 (4 ms), the rest as ReductionRatio (power of two).
-        let (mut scf, mut rr) = (units, 1u64);
-        while scf > 128 && scf % 2 == 0 {
-            scf /= 2;
-            rr *= 2;
-        }
-        self.ensure_controller(scf as u16)?;
+        let (scf, rr) = timing(period_us);
+        self.ensure_controller(scf)?;
         self.disconnect();
         let model = DeviceConfig::parse(&self.xml)
             .map_err(|e| format!("device model: {e}"))?
             .model;
-        let mut c = ArConfig::new(model);
+        let mut c = ar_config(model, scf, rr, dhf);
         c.device_ip = Some(DEV_IP);
-        c.timing.send_clock_factor = scf as u16;
-        c.timing.reduction_ratio = rr as u16;
-        c.timing.data_hold_factor = dhf;
-        c.timing.watchdog_factor = dhf;
-        c.app_ready_timeout = Duration::from_secs(5);
         let h = self
             .ctl
             .as_ref()
@@ -299,13 +327,7 @@ impl Rig {
     }
 
     pub fn disconnect(&mut self) {
-        if let Some(a) = self.ar.take() {
-            if a.state() == ArState::DataExchange {
-                let _ = a.release();
-            } else {
-                a.abort();
-            }
-        }
+        end_ar(self.ar.take());
     }
 
     /// Device diagnostic counters (`GET /api/diag`).
@@ -313,13 +335,16 @@ impl Rig {
         self.get("/api/diag").unwrap_or(Json::Null)
     }
 
-    /// Start the bare sender in the device namespace on the device's NIC.
+    /// Start the bare sender in the device namespace on the device's NIC. With p-net on the
+    /// bridge its frames go to the controller's MAC, not to everyone (p-net would receive
+    /// them: the device does not).
     pub fn bare_sender(&self, period_us: u64, seconds: u64) -> Result<ChildGuard, String> {
         let bin = sibling_binary("pn-bare-sender")?;
-        let c = self
-            .lab
-            .ns_dev
-            .command(bin)
+        let mut cmd = self.lab.ns_dev.command(bin);
+        if let (Some(_), Some(c)) = (&self.pnet, &self.ctl) {
+            cmd.args(["--dst", &c.interface().mac.to_string()]);
+        }
+        let c = cmd
             .args([
                 "--iface",
                 self.lab.nic(),
@@ -384,9 +409,45 @@ pub fn wrk_non2xx(out: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The benchmarks' AR: SendClockFactor `scf` x ReductionRatio `rr`, DataHoldFactor and
+/// WatchdogFactor `dhf`, 5 s for ApplicationReady.
+pub fn ar_config(model: pn_controller::DeviceModel, scf: u16, rr: u16, dhf: u16) -> ArConfig {
+    let mut c = ArConfig::new(model);
+    c.timing.send_clock_factor = scf;
+    c.timing.reduction_ratio = rr;
+    c.timing.data_hold_factor = dhf;
+    c.timing.watchdog_factor = dhf;
+    c.app_ready_timeout = Duration::from_secs(5);
+    c
+}
+
+/// End an AR: released when in data exchange, else aborted.
+pub fn end_ar(ar: Option<ArHandle>) {
+    if let Some(a) = ar {
+        if a.state() == ArState::DataExchange {
+            let _ = a.release();
+        } else {
+            a.abort();
+        }
+    }
+}
+
+/// (SendClockFactor, ReductionRatio) of a cycle of `period_us` (a multiple of 31.25 us):
+/// SendClockFactor up to 128 (4 ms), the rest as ReductionRatio (power of two).
+pub fn timing(period_us: u64) -> (u16, u16) {
+    let units = (period_us * 1000 / 31_250).max(1);
+    let (mut scf, mut rr) = (units, 1u64);
+    while scf > 128 && scf % 2 == 0 {
+        scf /= 2;
+        rr *= 2;
+    }
+    (scf as u16, rr as u16)
+}
+
 impl Drop for Rig {
     fn drop(&mut self) {
         self.disconnect();
+        self.disconnect_pnet();
         if let Some(c) = self.ctl.take() {
             c.shutdown();
         }

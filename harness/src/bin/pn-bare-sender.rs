@@ -34,6 +34,16 @@ struct Args {
     /// Relative sleeps (std::thread::sleep) instead of absolute deadlines.
     #[arg(long)]
     relative: bool,
+    /// Destination MAC of the frames (default broadcast). On a bridge with other devices,
+    /// the controller's MAC keeps the frames away from them.
+    #[arg(long, value_parser = parse_dst, default_value = "ff:ff:ff:ff:ff:ff")]
+    dst: [u8; 6],
+}
+
+fn parse_dst(s: &str) -> Result<[u8; 6], String> {
+    pn_controller::parse_mac(s)
+        .map(|m| m.0)
+        .ok_or_else(|| format!("'{s}' is not a MAC address"))
 }
 
 fn main() {
@@ -50,7 +60,7 @@ fn main() {
     let locked = !a.no_mlock && raw::lock_memory();
     raw::set_timer_slack(1);
     let mut frame = [0u8; 60];
-    frame[0..6].copy_from_slice(&[0xff; 6]);
+    frame[0..6].copy_from_slice(&a.dst);
     frame[6..12].copy_from_slice(&mac);
     frame[12..14].copy_from_slice(&raw::BARE_ETHERTYPE.to_be_bytes());
     let period = a.period_us.max(10) * 1000;
