@@ -8,6 +8,32 @@ cd "$(dirname "$0")/.."
 echo "== cargo fmt --check [$(date -u +%T)]"
 cargo fmt --all -- --check
 
+# The background lane: the fuzz smoke run and the release build of the .deb need nothing of the
+# steps below and those need nothing of theirs, and the steps below leave a core idle much of
+# the time (the serial end of each build, the tests waiting on sockets, timers and child
+# processes). So the lane starts now and runs beside them at nice 19: it takes the CPU they
+# leave, they keep theirs (decisions §31; CI times in docs/benchmarks.md). The .deb is
+# installed and run after the tests (ci/deb.sh with PN_DEB), as before. The lane is its own
+# session (setsid) so that an early exit of this script stops all of it.
+LANE_DIR="$(mktemp -d -t pn-ci-lane.XXXXXX)"
+echo "== background lane started (fuzz smoke, .deb build; log: $LANE_DIR/log) [$(date -u +%T)]"
+setsid bash -c '
+  set -euo pipefail
+  if [ -x ci/fuzz-smoke.sh ]; then
+    echo "== fuzz smoke run [$(date -u +%T)]"
+    # The short run: every decoder target for 2 s (the long runs are documented in
+    # docs/protocol-notes/fuzz-scapy.md). Two targets at a time (libFuzzer is single-threaded).
+    FUZZ_JOBS=2 FUZZ_DIR=protocol/fuzz nice -n 19 ci/fuzz-smoke.sh 2
+    # The device parsers: configuration XML, settings JSON, every HTTP POST body, Connect, the
+    # farm plant file.
+    FUZZ_JOBS=2 FUZZ_DIR=device/fuzz nice -n 19 ci/fuzz-smoke.sh 2
+  fi
+  echo "== the .deb: release build [$(date -u +%T)]"
+  nice -n 19 ci/deb.sh build "$1/deb-path"
+' lane "$LANE_DIR" >"$LANE_DIR/log" 2>&1 &
+LANE_PID=$!
+trap 'kill -- -$LANE_PID 2>/dev/null || true' EXIT
+
 # The daemon's test hooks (simulated data plane, fault injection) are a cargo feature that no
 # release build has; the tests start binaries built with it.
 HOOKS="--features pn-device/test-hooks"
@@ -28,32 +54,6 @@ PN_DEVICE_BIN="$(cargo metadata --format-version 1 --no-deps \
   | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/debug/pn-device"
 export PN_DEVICE_BIN
 [ -x "$PN_DEVICE_BIN" ] || { echo "no daemon binary at $PN_DEVICE_BIN"; exit 1; }
-
-# The background lane: the fuzz smoke run and the release build of the .deb need nothing the
-# tests need and the tests need nothing of theirs, and the tests leave the CPU idle much of the
-# time (they wait on sockets, timers and child processes). So they run beside the tests, at
-# nice 19: they take the CPU the tests leave, the tests keep theirs (decisions §31; CI times in
-# docs/benchmarks.md). The .deb is installed and run after the tests (ci/deb.sh with PN_DEB),
-# as before. The lane is its own session (setsid) so that an early exit of this script stops
-# all of it.
-LANE_DIR="$(mktemp -d -t pn-ci-lane.XXXXXX)"
-echo "== background lane started (fuzz smoke, .deb build; log: $LANE_DIR/log) [$(date -u +%T)]"
-setsid bash -c '
-  set -euo pipefail
-  if [ -x ci/fuzz-smoke.sh ]; then
-    echo "== fuzz smoke run [$(date -u +%T)]"
-    # The short run: every decoder target for a few seconds (the long runs are documented in
-    # docs/protocol-notes/fuzz-scapy.md). Two targets at a time (libFuzzer is single-threaded).
-    FUZZ_JOBS=2 FUZZ_DIR=protocol/fuzz nice -n 19 ci/fuzz-smoke.sh 3
-    # The device parsers: configuration XML, settings JSON, every HTTP POST body, Connect, the
-    # farm plant file.
-    FUZZ_JOBS=2 FUZZ_DIR=device/fuzz nice -n 19 ci/fuzz-smoke.sh 3
-  fi
-  echo "== the .deb: release build [$(date -u +%T)]"
-  nice -n 19 ci/deb.sh build "$1/deb-path"
-' lane "$LANE_DIR" >"$LANE_DIR/log" 2>&1 &
-LANE_PID=$!
-trap 'kill -- -$LANE_PID 2>/dev/null || true' EXIT
 
 echo "== the workspace's tests (cargo nextest) [$(date -u +%T)]"
 # One pool of test processes over all the test binaries (.config/nextest.toml says why and
