@@ -1,16 +1,13 @@
-//! Alarm reception: the two RTA channels of an AR and decoded alarm records.
+//! Alarm reception: the shell around the protocol crate's alarm receiver
+//! (`pn_protocol::machine::alarm_receiver`, ALPMR: the two RTA channels, decoding, the
+//! AlarmAck) with the acknowledgement faults, and the decoded alarm records the API shows.
 
 use pn_protocol::wire::Emit;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use pn_protocol::machine::rta::{RtaEvent, RtaMachine};
+use pn_protocol::machine::alarm_receiver::{AlarmReceiver, ReceiverEvent};
 use pn_protocol::time::{Duration, Instant};
-use pn_protocol::wire::ethernet::{self, EthernetRepr, VlanTag};
-use pn_protocol::wire::field::Writer;
-use pn_protocol::wire::pnio::alarm::AlarmPdu;
-use pn_protocol::wire::pnio::PnioStatus;
-use pn_protocol::wire::rta::{self as wrta, RtaPduType};
 
 use crate::ar::{ArInner, ArState};
 use crate::controller::{Event, Shared};
@@ -18,13 +15,13 @@ use crate::faults::AlarmAckFault;
 use pn_protocol::wire::pnio::alarm::{alarm_type, AlarmNotificationRepr, AlarmPriority};
 use pn_protocol::wire::pnio::diagnosis::{ChannelProperties, UserStructure};
 
-/// RTA state of one AR.
+/// The alarm channels of one AR: the protocol crate's receiver (ALPMR) and what this shell
+/// keeps around it.
 pub(crate) struct AlarmState {
-    pub high: RtaMachine,
-    pub low: RtaMachine,
+    pub rx: AlarmReceiver,
     pub history: Vec<AlarmRecord>,
-    /// AlarmAcks held back by the delay fault: (due, frame id, AlarmAck block).
-    pub delayed_acks: Vec<(Instant, u16, Vec<u8>)>,
+    /// Notifications whose AlarmAck the delay fault holds back: (due, channel, notification).
+    pub delayed_acks: Vec<(Instant, AlarmPriority, AlarmNotificationRepr)>,
 }
 
 /// One received alarm, decoded.
@@ -171,91 +168,72 @@ impl Shared {
         {
             let mut g = ar.alarm.lock().unwrap_or_else(|p| p.into_inner());
             let Some(st) = g.as_mut() else { return };
-            let m = if frame_id == wrta::FRAME_ID_ALARM_HIGH {
-                &mut st.high
-            } else {
-                &mut st.low
-            };
-            m.handle(pdu, now);
-            while let Some(e) = m.poll_event() {
-                events.push((frame_id, e));
-            }
+            st.rx.handle(frame_id, pdu, now);
+            st.rx.poll_events(now, &mut events);
         }
-        self.handle_rta_events(ar, events, now);
+        self.handle_alarm_events(ar, events, now);
         self.flush_alarm_tx(ar, now);
     }
 
-    pub(crate) fn handle_rta_events(
+    /// What the receiver reported, and the one decision left to this shell: when (and
+    /// whether) to acknowledge, by the fault injection in force.
+    pub(crate) fn handle_alarm_events(
         &self,
         ar: &Arc<ArInner>,
-        events: Vec<(u16, RtaEvent)>,
+        events: Vec<ReceiverEvent>,
         now: Instant,
     ) {
-        for (fid, e) in events {
+        for e in events {
             match e {
-                RtaEvent::Received(var) => match AlarmPdu::parse(&var) {
-                    Ok(AlarmPdu::Notification(n)) => {
-                        ar.alarms_received.fetch_add(1, Ordering::Relaxed);
-                        let rec = AlarmRecord::from_notification(&n);
-                        tracing::info!(ar = ar.id, alarm = ?rec, "alarm received");
-                        let fault = ar
-                            .faults
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .alarm_ack;
-                        let ack = n.ack(PnioStatus::OK);
-                        let mut w = Writer::new();
-                        if ack.emit(&mut w).is_ok() {
-                            let mut g = ar.alarm.lock().unwrap_or_else(|p| p.into_inner());
-                            if let Some(st) = g.as_mut() {
-                                st.history.push(rec.clone());
-                                match fault {
-                                    AlarmAckFault::Normal => {
-                                        let m = if fid == wrta::FRAME_ID_ALARM_HIGH {
-                                            &mut st.high
-                                        } else {
-                                            &mut st.low
-                                        };
-                                        let _ = m.send_alarm(w.into_inner(), now);
-                                    }
-                                    AlarmAckFault::Delay(d) => {
-                                        st.delayed_acks.push((
-                                            now + Duration::from(d),
-                                            fid,
-                                            w.into_inner(),
-                                        ));
-                                    }
-                                    AlarmAckFault::Never | AlarmAckFault::NoTransportAck => {}
+                ReceiverEvent::Notification { priority, alarm } => {
+                    ar.alarms_received.fetch_add(1, Ordering::Relaxed);
+                    let rec = AlarmRecord::from_notification(&alarm);
+                    tracing::info!(ar = ar.id, alarm = ?rec, "alarm received");
+                    let fault = ar
+                        .faults
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .alarm_ack;
+                    {
+                        let mut g = ar.alarm.lock().unwrap_or_else(|p| p.into_inner());
+                        if let Some(st) = g.as_mut() {
+                            st.history.push(rec.clone());
+                            match fault {
+                                AlarmAckFault::Normal => {
+                                    let _ = st.rx.acknowledge(priority, &alarm, now);
                                 }
+                                AlarmAckFault::Delay(d) => {
+                                    st.delayed_acks.push((
+                                        now + Duration::from(d),
+                                        priority,
+                                        alarm,
+                                    ));
+                                }
+                                AlarmAckFault::Never | AlarmAckFault::NoTransportAck => {}
                             }
                         }
-                        self.emit(Event::Alarm {
-                            ar: ar.id,
-                            station: ar.model.station_name.clone(),
-                            alarm: rec,
-                        });
                     }
-                    Ok(AlarmPdu::Ack(_)) => {}
-                    Err(e) => tracing::warn!(ar = ar.id, "undecodable alarm block: {e}"),
-                },
-                RtaEvent::PeerAbort(st) => {
+                    self.emit(Event::Alarm {
+                        ar: ar.id,
+                        station: ar.model.station_name.clone(),
+                        alarm: rec,
+                    });
+                }
+                ReceiverEvent::Undecodable(e) => {
+                    tracing::warn!(ar = ar.id, "undecodable alarm block: {e}")
+                }
+                ReceiverEvent::PeerAbort(st) => {
+                    let text = pn_protocol::wire::rta::abort_reason::status_text(st);
                     self.emit(Event::DeviceAbort {
                         ar: ar.id,
                         station: ar.model.station_name.clone(),
-                        status: pn_protocol::wire::rta::abort_reason::status_text(st),
+                        status: text.clone(),
                     });
-                    self.set_state(
-                        ar,
-                        ArState::Aborted(format!(
-                            "device sent ERR-RTA {}",
-                            pn_protocol::wire::rta::abort_reason::status_text(st)
-                        )),
-                    );
+                    self.set_state(ar, ArState::Aborted(format!("device sent ERR-RTA {text}")));
                 }
-                RtaEvent::Timeout { .. } => {
+                ReceiverEvent::Timeout => {
                     self.set_state(ar, ArState::Aborted("alarm transport timeout".into()));
                 }
-                RtaEvent::Delivered { .. } | RtaEvent::SequenceError { .. } => {}
             }
         }
     }
@@ -272,44 +250,20 @@ impl Shared {
                 .alarm_ack
                 == AlarmAckFault::NoTransportAck;
             // Delayed AlarmAcks whose time has come.
-            let mut i = 0;
-            while i < st.delayed_acks.len() {
-                if st.delayed_acks[i].0 <= now {
-                    let (_, fid, b) = st.delayed_acks.remove(i);
-                    let m = if fid == wrta::FRAME_ID_ALARM_HIGH {
-                        &mut st.high
-                    } else {
-                        &mut st.low
-                    };
-                    let _ = m.send_alarm(b, now);
-                } else {
-                    i += 1;
-                }
+            let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut st.delayed_acks)
+                .into_iter()
+                .partition(|d| d.0 <= now);
+            st.delayed_acks = later;
+            for (_, priority, alarm) in due {
+                let _ = st.rx.acknowledge(priority, &alarm, now);
             }
-            for m in [&mut st.high, &mut st.low] {
-                m.poll(now);
-                while let Some(tx) = m.poll_transmit() {
-                    if no_tack && tx.pdu.pdu_type == RtaPduType::Ack {
-                        continue;
-                    }
-                    out.push(tx);
-                }
+            st.rx.poll_transmit(&mut out);
+            if no_tack {
+                out.retain(|f| !f.transport_ack);
             }
         }
-        for tx in out {
-            let vlan = if tx.frame_id == wrta::FRAME_ID_ALARM_HIGH {
-                VlanTag::RT_ALARM_HIGH
-            } else {
-                VlanTag::RT_ALARM_LOW
-            };
-            let eth = EthernetRepr {
-                dst: ar.mac(),
-                src: self.info.mac,
-                vlan: Some(vlan),
-                ethertype: ethernet::ethertype::PROFINET,
-            };
-            let f = eth.build(&tx.rt_payload());
-            let _ = self.send_frame(&f);
+        for f in out {
+            let _ = self.send_frame(&f.frame);
         }
     }
 
@@ -320,18 +274,10 @@ impl Shared {
             {
                 let mut g = ar.alarm.lock().unwrap_or_else(|p| p.into_inner());
                 if let Some(st) = g.as_mut() {
-                    for (fid, m) in [
-                        (wrta::FRAME_ID_ALARM_HIGH, &mut st.high),
-                        (wrta::FRAME_ID_ALARM_LOW, &mut st.low),
-                    ] {
-                        m.poll(now);
-                        while let Some(e) = m.poll_event() {
-                            events.push((fid, e));
-                        }
-                    }
+                    st.rx.poll_events(now, &mut events);
                 }
             }
-            self.handle_rta_events(&ar, events, now);
+            self.handle_alarm_events(&ar, events, now);
             self.flush_alarm_tx(&ar, now);
         }
     }

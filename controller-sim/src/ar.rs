@@ -430,7 +430,7 @@ impl ArHandle {
         {
             let mut g = self.ar.alarm.lock().unwrap_or_else(|p| p.into_inner());
             match g.as_mut() {
-                Some(st) => st.low.abort(wrta::abort_reason::status(reason)),
+                Some(st) => st.rx.abort(wrta::abort_reason::status(reason)),
                 None => return,
             }
         }

@@ -12,6 +12,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration as StdDuration;
 
+use pn_protocol::machine::alarm_receiver::AlarmReceiver;
 use pn_protocol::machine::cmctl::server::{self, Inbound};
 use pn_protocol::machine::cmctl::{
     self, CallError, Cmctl, CmctlConfig, CmctlError, CmctlEvent, Connected, Datagram, DatagramKind,
@@ -19,10 +20,8 @@ use pn_protocol::machine::cmctl::{
 };
 use pn_protocol::machine::cmdev::connect::FRAME_ID_DEVICE_CHOOSES;
 use pn_protocol::machine::cyclic::{Consumer, ConsumerStats, CyclicTiming, Provider};
-use pn_protocol::machine::rta::{RtaConfig, RtaMachine};
 use pn_protocol::time::{Duration, Instant};
 use pn_protocol::wire::ethernet::{self, EthernetRepr, MacAddr, VlanTag};
-use pn_protocol::wire::pnio::alarm::AlarmPriority;
 use pn_protocol::wire::pnio::record::{self, ReadReqHeaderRepr, ReadRequest, RecordAddress};
 use pn_protocol::wire::rpc::{self, PnioResponse, RpcPacket, Uuid};
 use pn_protocol::wire::rt::FrameId;
@@ -223,18 +222,15 @@ impl Shared {
             io.started_at = now;
         }
         if let Some(dev_ref) = result.device_alarm_ref {
-            let mk = |p| {
-                RtaMachine::new(RtaConfig::new(
-                    p,
+            *a.alarm.lock().unwrap_or_else(|p| p.into_inner()) = Some(crate::alarms::AlarmState {
+                rx: AlarmReceiver::new(
                     a.ids.alarm_ref,
                     dev_ref,
                     a.timing.rta_timeout_factor,
                     a.timing.rta_retries,
-                ))
-            };
-            *a.alarm.lock().unwrap_or_else(|p| p.into_inner()) = Some(crate::alarms::AlarmState {
-                high: mk(AlarmPriority::High),
-                low: mk(AlarmPriority::Low),
+                    self.info.mac,
+                    a.mac(),
+                ),
                 history: Vec::new(),
                 delayed_acks: Vec::new(),
             });

@@ -84,7 +84,7 @@ impl Shared {
                 {
                     let mut g = ar.alarm.lock().unwrap_or_else(|p| p.into_inner());
                     if let Some(st) = g.as_mut() {
-                        st.low.abort(wrta::abort_reason::status(
+                        st.rx.abort(wrta::abort_reason::status(
                             wrta::abort_reason::AR_CONSUMER_DHT_EXPIRED,
                         ));
                     }

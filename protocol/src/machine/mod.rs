@@ -2,6 +2,7 @@
 //! returns frames to send plus the next deadline at which it wants to be polled.
 
 pub mod alarm_cr;
+pub mod alarm_receiver;
 pub mod cmctl;
 pub mod cmdev;
 pub mod cpm;
