@@ -253,7 +253,20 @@ pub struct IoCounters {
     /// Frames a `sendmmsg(2)` did not take.
     pub tx_unsent: AtomicU64,
     last_error: Mutex<String>,
+    /// Passes of the I/O loop that woke [`SLOW_PASS_NS`] or more after their first due timer,
+    /// or took that long from the wake-up to the end of their sends: every device's frames
+    /// were late by that much. The worst of each, and when the last slow pass was logged.
+    pub slow_passes: AtomicU64,
+    pub max_wake_late_us: AtomicU64,
+    pub max_pass_us: AtomicU64,
+    last_slow_log_ns: AtomicU64,
 }
+
+/// A pass of the farm's I/O loop this late or this long is counted and logged.
+pub const SLOW_PASS_NS: u64 = 1_000_000;
+/// At most one log line about slow passes per this time (a stalled machine would otherwise
+/// write one per cycle).
+const SLOW_LOG_EVERY_NS: u64 = 100_000_000;
 
 impl IoCounters {
     /// Count an error of `op` ("receive", "send"); logged as a warning the first time and
@@ -272,6 +285,32 @@ impl IoCounters {
         }
     }
 
+    /// A pass of the I/O loop at `now_ns` (CLOCK_MONOTONIC) that woke `late_ns` after its
+    /// first due timer and took `pass_ns` from its wake-up to the end of its sends, `send_ns`
+    /// of them in `sendmmsg`: counted and logged (rate-limited) when either reaches
+    /// [`SLOW_PASS_NS`]. The log line's time places the stall for `pn-lab bench scale`.
+    pub fn record_pass(&self, now_ns: u64, late_ns: u64, pass_ns: u64, send_ns: u64) {
+        if late_ns < SLOW_PASS_NS && pass_ns < SLOW_PASS_NS {
+            return;
+        }
+        let n = self.slow_passes.fetch_add(1, Ordering::Relaxed) + 1;
+        self.max_wake_late_us
+            .fetch_max(late_ns / 1000, Ordering::Relaxed);
+        self.max_pass_us
+            .fetch_max(pass_ns / 1000, Ordering::Relaxed);
+        let last = self.last_slow_log_ns.load(Ordering::Relaxed);
+        if last == 0 || now_ns.saturating_sub(last) >= SLOW_LOG_EVERY_NS {
+            self.last_slow_log_ns.store(now_ns, Ordering::Relaxed);
+            tracing::warn!(
+                count = n,
+                woke_late_us = late_ns / 1000,
+                pass_us = pass_ns / 1000,
+                sendmmsg_us = send_ns / 1000,
+                "farm-io: slow pass, every device's frames late"
+            );
+        }
+    }
+
     /// Add `n` frames `sendmmsg` did not take (the error, if the kernel gave one, is
     /// recorded by [`IoCounters::record_error`]).
     pub fn add_unsent(&self, n: u64) {
@@ -283,6 +322,9 @@ impl IoCounters {
             devices,
             rx_errors: self.rx_errors.load(Ordering::Relaxed),
             tx_unsent: self.tx_unsent.load(Ordering::Relaxed),
+            slow_passes: self.slow_passes.load(Ordering::Relaxed),
+            max_wake_late_us: self.max_wake_late_us.load(Ordering::Relaxed),
+            max_pass_us: self.max_pass_us.load(Ordering::Relaxed),
             last_io_error: self
                 .last_error
                 .lock()
@@ -299,6 +341,11 @@ pub struct FarmView {
     pub devices: usize,
     pub rx_errors: u64,
     pub tx_unsent: u64,
+    /// Passes of the I/O loop that woke 1 ms or more late or took that long, and the worst
+    /// lateness and duration (us).
+    pub slow_passes: u64,
+    pub max_wake_late_us: u64,
+    pub max_pass_us: u64,
     /// The last socket error in words ("" when there was none).
     pub last_io_error: String,
 }
@@ -525,7 +572,7 @@ fn html(v: &[DeviceView], farm: &FarmView) -> String {
          tr:nth-child(even){background:#eee}</style></head><body><h1>pn-farm</h1>",
     );
     h.push_str(&format!(
-        "<p>{} devices; socket: {} receive errors, {} frames not sent{}</p>",
+        "<p>{} devices; socket: {} receive errors, {} frames not sent{}; I/O loop: {} slow passes (worst: woke {} µs late, a pass of {} µs)</p>",
         v.len(),
         farm.rx_errors,
         farm.tx_unsent,
@@ -533,7 +580,10 @@ fn html(v: &[DeviceView], farm: &FarmView) -> String {
             String::new()
         } else {
             format!(" (last: {})", esc(&farm.last_io_error))
-        }
+        },
+        farm.slow_passes,
+        farm.max_wake_late_us,
+        farm.max_pass_us
     ));
     h.push_str("<table><tr><th>#</th><th>Name</th><th>MAC</th><th>IP</th><th>State</th><th>Controller</th><th>Cycle µs</th><th>Sent</th><th>Received</th><th>Watchdog trips</th><th>Alarms sent/acked</th><th>SNMP/LLMNR answers</th><th>Message</th></tr>");
     for d in v {
@@ -565,6 +615,20 @@ mod tests {
     use super::*;
     use crate::plant::{numbered, Numbering, DEFAULT_MAC_BASE};
     use pn_device_formats::config::{RuntimeConfig, DEFAULT_CONFIG_XML};
+
+    #[test]
+    fn slow_passes_are_counted_with_the_worst_and_shown() {
+        let io = IoCounters::default();
+        let ms = 1_000_000;
+        io.record_pass(10 * ms, 200_000, 300_000, 100_000); // an ordinary pass
+        io.record_pass(20 * ms, 3 * ms, 3_500_000, 200_000); // woke 3 ms late
+        io.record_pass(30 * ms, 0, 2 * ms, 1_800_000); // a 1.8 ms sendmmsg
+        let v = io.view(4);
+        assert_eq!(
+            (v.slow_passes, v.max_wake_late_us, v.max_pass_us),
+            (2, 3000, 3500)
+        );
+    }
 
     fn farm() -> (FarmShared, mpsc::Receiver<Command>) {
         let c = RuntimeConfig::parse(DEFAULT_CONFIG_XML, "d").unwrap();
@@ -609,7 +673,7 @@ mod tests {
         assert_eq!((code, ctype), (200, "text/html; charset=utf-8"));
         assert!(page.contains("dev-2"));
         assert!(
-            page.contains("0 receive errors, 0 frames not sent</p>"),
+            page.contains("0 receive errors, 0 frames not sent; I/O loop: 0 slow passes"),
             "{page}"
         );
 

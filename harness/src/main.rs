@@ -48,7 +48,7 @@ enum Cmd {
     },
     /// Performance benchmarks (docs/benchmarks.md; root).
     #[command(subcommand)]
-    Bench(pn_lab::bench::BenchCmd),
+    Bench(Box<pn_lab::bench::BenchCmd>),
     /// Device and controller with random faults; counters at the end (root).
     Soak(pn_lab::soak::SoakArgs),
     /// Both peers' real-time machines in simulated time over a seeded lossy link, with

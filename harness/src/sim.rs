@@ -39,6 +39,8 @@ pub enum PlantArg {
     WatchdogOffByOne,
     /// The controller drops one received alarm.
     LoseOneAlarm,
+    /// The controller takes its first alarm and never sends the AlarmAck.
+    AlarmAckNeverSent,
     /// The device confirms record writes in the five seconds after a link flap but drops them.
     LostWriteOnFlap,
     /// The device ends an AR whose controller went silent with the wrong abort reason.
@@ -60,6 +62,7 @@ impl From<PlantArg> for Plant {
         match p {
             PlantArg::WatchdogOffByOne => Plant::WatchdogOffByOne,
             PlantArg::LoseOneAlarm => Plant::LoseOneAlarm,
+            PlantArg::AlarmAckNeverSent => Plant::AlarmAckNeverSent,
             PlantArg::LostWriteOnFlap => Plant::LostWriteOnFlap,
             PlantArg::WrongAbortReason => Plant::WrongAbortReason,
             PlantArg::LateExchangeTaken => Plant::LateExchangeTaken,
@@ -196,8 +199,8 @@ fn print_steps(r: &Report) {
 pub fn summary(cfg: &SimConfig, r: &Report) -> String {
     format!(
         "seed {}: cycle {} us, DataHoldFactor {}, loss {:.1} %, dup {:.1} % | frames {} \
-         (lost {}), watchdog trips device {} controller {}, alarms {}/{} delivered, \
-         RTA timeouts {}, ARs established {}{}",
+         (lost {}), watchdog trips device {} controller {}, alarms {}/{} delivered \
+         ({} acknowledged), RTA timeouts {}, ARs established {}{}",
         cfg.seed,
         u64::from(cfg.send_clock_factor) * u64::from(cfg.reduction_ratio) * 125 / 4,
         cfg.data_hold_factor,
@@ -209,6 +212,7 @@ pub fn summary(cfg: &SimConfig, r: &Report) -> String {
         r.trips[1],
         r.alarms_delivered,
         r.alarms_sent,
+        r.alarms_acked,
         r.rta_timeouts,
         r.ars_established,
         if r.violations.is_empty() {

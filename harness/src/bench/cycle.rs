@@ -28,6 +28,9 @@ pub struct Case {
     /// wrk with this many connections on GET /api/status during the case (0 = none).
     pub http_conns: u32,
     pub seconds: u64,
+    /// `--pin`: the device process and the bare sender on this CPU, the load threads on the
+    /// others.
+    pub pin: Option<usize>,
 }
 
 /// The outcome of one case.
@@ -234,7 +237,8 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
     let (ar, pnet_ar) = prepare(rig, case, dhf)?;
     rig.set_hires(case.hires)?;
     let loadavg_before = raw::loadavg1();
-    let _load = (case.load_threads > 0).then(|| CpuLoad::start(case.load_threads));
+    let others = case.pin.map(raw::other_cpus).unwrap_or_default();
+    let _load = (case.load_threads > 0).then(|| CpuLoad::start_on(case.load_threads, others));
     let wrk = if case.http_conns > 0 {
         Some(rig.wrk(
             "http://127.0.0.1:18840/api/status",
@@ -244,7 +248,19 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
     } else {
         None
     };
-    let bare = rig.bare_sender(case.period_us, case.seconds + 2)?;
+    // Pinned, the bare sender shares the device's CPU one priority above the device's cyclic
+    // thread (60), so the device's spin before its deadline cannot delay the baseline.
+    let bare = match case.pin {
+        None => rig.bare_sender(case.period_us, case.seconds + 2)?,
+        Some(cpu) => {
+            let b = rig.bare_sender_prio(case.period_us, case.seconds + 2, 61)?;
+            if let Some(pid) = b.pid() {
+                raw::pin_process(pid, &[cpu])?;
+            }
+            raw::pin_process(rig.dev_pid, &[cpu])?;
+            b
+        }
+    };
     // Settle (bare sender start, wrk connections, load threads), then measure.
     nap(Duration::from_millis(500));
     rig.rec().clear();
@@ -560,6 +576,7 @@ mod tests {
                 hires: true,
                 http_conns: 0,
                 seconds: 10,
+                pin: None,
             },
             device: stats(10_000, 20.0, 5),
             controller: stats(10_000, 30.0, 7),

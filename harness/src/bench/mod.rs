@@ -117,6 +117,11 @@ pub struct CycleArgs {
     /// reconnected after each).
     #[arg(long, default_value_t = 32)]
     pub dhf: u16,
+    /// Pin the device (every thread) and the bare sender to this CPU and the load threads to
+    /// the other CPUs, so the device and its baseline share one CPU's conditions (the bare
+    /// sender then runs one SCHED_FIFO priority above the device's cyclic thread).
+    #[arg(long)]
+    pub pin: Option<usize>,
     #[command(flatten)]
     pub pnet: pnet::PnetArgs,
     #[command(flatten)]
@@ -192,6 +197,11 @@ pub struct ScaleArgs {
     /// a PLC with a CPU of its own, so the devices sharing this machine should not delay it.
     #[arg(long, default_value_t = 70)]
     pub ctl_prio: i32,
+    /// Pin the devices' processes (every thread) and the bare sender to this CPU, and this
+    /// process (controller, recorder) to the other CPUs: the bare sender then sees exactly
+    /// the stalls of the devices' CPU.
+    #[arg(long)]
+    pub pin: Option<usize>,
     #[command(flatten)]
     pub out: JsonOut,
 }
@@ -283,6 +293,7 @@ fn run_cycle(opts: &CycleArgs) -> Result<(), String> {
                         hires: h == OnOff::On,
                         http_conns: c,
                         seconds,
+                        pin: opts.pin,
                     };
                     match cycle::run_case(&mut rig, &case, dhf) {
                         Ok(r) => {

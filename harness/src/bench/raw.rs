@@ -197,6 +197,48 @@ pub fn ticks_per_s() -> u64 {
     }
 }
 
+/// Restrict thread or process `tid` (0: the calling thread) to the CPUs `cpus`.
+pub fn set_affinity(tid: u32, cpus: &[usize]) -> std::io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET write inside it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        // SAFETY: as above; CPU_SET ignores CPUs beyond the set's size.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: valid set of the size passed.
+    let rc = unsafe {
+        libc::sched_setaffinity(
+            tid as libc::pid_t,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &set,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Restrict every thread of process `pid` to the CPUs `cpus` (threads started later inherit
+/// the mask of the thread that starts them, not this one's).
+pub fn pin_process(pid: u32, cpus: &[usize]) -> Result<(), String> {
+    let dir = std::fs::read_dir(format!("/proc/{pid}/task")).map_err(|e| format!("{pid}: {e}"))?;
+    for e in dir.flatten() {
+        let tid: u32 = e.file_name().to_string_lossy().parse().unwrap_or(0);
+        if tid != 0 {
+            set_affinity(tid, cpus).map_err(|e| format!("pin {pid}/{tid} to {cpus:?}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// The online CPUs other than `cpu` (the CPUs this process may run on).
+pub fn other_cpus(cpu: usize) -> Vec<usize> {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (0..n).filter(|&c| c != cpu).collect()
+}
+
 /// The task directory of the thread named `comm` in process `pid`.
 pub fn thread_path(pid: u32, comm: &str) -> Option<String> {
     let dir = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;

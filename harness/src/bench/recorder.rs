@@ -26,7 +26,8 @@ pub enum Kind {
     DevCyclic,
     /// A cyclic RT frame sent by the controller.
     CtlCyclic,
-    /// A frame of the bare sender.
+    /// A frame of a bare sender (`src` 0: one on the devices' side, received; 1: one on
+    /// this host's bridge, seen at transmit).
     Bare,
     /// A DCE/RPC request sent by the controller (opnum).
     RpcOut(u16),
@@ -208,7 +209,7 @@ fn run(sh: Arc<Shared>, fd: OwnedFd) {
                             }
                         }
                     }
-                    _ => 0,
+                    _ => u16::from(kind == Kind::Bare && outgoing),
                 };
                 local.push(Rec {
                     ts,

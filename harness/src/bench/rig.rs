@@ -116,11 +116,22 @@ pub struct CpuLoad {
 
 impl CpuLoad {
     pub fn start(n: usize) -> CpuLoad {
+        CpuLoad::start_on(n, Vec::new())
+    }
+
+    /// `n` busy threads restricted to `cpus` (none: anywhere).
+    pub fn start_on(n: usize, cpus: Vec<usize>) -> CpuLoad {
         let stop = Arc::new(AtomicBool::new(false));
         let threads = (0..n)
             .map(|_| {
                 let s = stop.clone();
+                let cpus = cpus.clone();
                 std::thread::spawn(move || {
+                    if !cpus.is_empty() {
+                        if let Err(e) = super::raw::set_affinity(0, &cpus) {
+                            eprintln!("load thread: {e}");
+                        }
+                    }
                     let mut x: u64 = 1;
                     while !s.load(Ordering::Relaxed) {
                         for _ in 0..10_000 {
@@ -339,11 +350,22 @@ impl Rig {
     /// bridge its frames go to the controller's MAC, not to everyone (p-net would receive
     /// them: the device does not).
     pub fn bare_sender(&self, period_us: u64, seconds: u64) -> Result<ChildGuard, String> {
+        self.bare_sender_prio(period_us, seconds, 60)
+    }
+
+    /// The bare sender at SCHED_FIFO `prio`.
+    pub fn bare_sender_prio(
+        &self,
+        period_us: u64,
+        seconds: u64,
+        prio: i32,
+    ) -> Result<ChildGuard, String> {
         let bin = sibling_binary("pn-bare-sender")?;
         let mut cmd = self.lab.ns_dev.command(bin);
         if let (Some(_), Some(c)) = (&self.pnet, &self.ctl) {
             cmd.args(["--dst", &c.interface().mac.to_string()]);
         }
+        cmd.args(["--fifo", &prio.to_string()]);
         let c = cmd
             .args([
                 "--iface",

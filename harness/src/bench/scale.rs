@@ -24,6 +24,7 @@ use pn_controller::{
 };
 use pn_testkit::netns::NetNs;
 use side::Side;
+use stalls::{bare_gap_near, silences, stall_events, trip_sides, Baselines, StallEvent, TripSides};
 use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -119,13 +120,6 @@ fn parse_rfc3339_ns(s: &str) -> Option<u64> {
     u64::try_from(d.as_nanos()).ok()
 }
 
-/// Whether the (sorted) bare stream `bare` has a gap of at least `min_gap_ns` that ends
-/// within `window_ns` before `t` (or covers `t`).
-fn bare_gap_near(bare: &[u64], t: u64, min_gap_ns: u64, window_ns: u64) -> bool {
-    bare.windows(2)
-        .any(|w| w[1] - w[0] >= min_gap_ns && w[1] + window_ns >= t && w[0] <= t + 10_000_000)
-}
-
 #[derive(Debug, serde::Serialize)]
 pub struct ScaleResult {
     pub devices: usize,
@@ -134,6 +128,8 @@ pub struct ScaleResult {
     pub seconds: u64,
     pub dhf: u16,
     pub hires: bool,
+    /// `--pin`: the CPU of the devices and the bare sender.
+    pub pin: Option<usize>,
     pub worst: IntervalStats,
     pub median_dev_p99_us: f64,
     pub per_device: Vec<IntervalStats>,
@@ -179,6 +175,26 @@ pub struct ScaleResult {
     pub device_trips_explained: usize,
     pub controller_trips_explained: usize,
     pub bare_gaps_over_dhf: u64,
+    /// Device trips by where the stall was: the controller's frames silent on the wire
+    /// (the controller stalled) or on the wire (the devices' receive path stalled).
+    pub device_trip_sides: TripSides,
+    /// Controller expiries by where the stall was: every device's frames silent on the wire
+    /// (the devices' process stalled as a whole) or frames on the wire (the controller's
+    /// receive path stalled, or only some devices stopped).
+    pub controller_trip_sides: TripSides,
+    /// Silences on the wire of at least the data-hold time less half a cycle (start, length
+    /// in ns, CLOCK_REALTIME) of each device's stream and of the controller's stream to each
+    /// device.
+    pub device_silences_ns: Vec<(u64, u64)>,
+    pub controller_silences_ns: Vec<(u64, u64)>,
+    /// With `--pin`: the second bare sender's stream, on the controller's CPU.
+    pub controller_bare: Option<IntervalStats>,
+    /// The farm's "slow pass" log lines of the measurement (its I/O loop woke or ran 1 ms or
+    /// more late: every device's frames were late), with their times.
+    pub farm_slow_passes: Vec<(u64, String)>,
+    /// The trips of both sides grouped into stall events, each with the side that stopped
+    /// first and whether that side's bare sender had a gap then.
+    pub stall_events: Vec<StallEvent>,
     pub loadavg_after: f64,
     /// Every AR end during the measurement (the AR was then reconnected), with its reason.
     pub ar_ends: Vec<String>,
@@ -233,6 +249,26 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
         println!("  lost during set-up: {l}");
     }
     let bare = spawn_bare(&devs, period_us, seconds)?;
+    // Pinned: a second bare sender on the controller's bridge shares the controller's CPUs,
+    // the baseline of the controller's stalls as the first is of the devices'.
+    let _ctl_bare = match opts.pin {
+        None => None,
+        Some(cpu) => {
+            let others = raw::other_cpus(cpu);
+            let b2 = spawn_bare_on(&ctl_ns, &br, period_us, seconds)?;
+            for pid in pids.iter().chain(bare.pid().as_ref()) {
+                raw::pin_process(*pid, &[cpu])?;
+            }
+            raw::pin_process(std::process::id(), &others)?;
+            if let Some(p) = b2.pid() {
+                raw::pin_process(p, &others)?;
+            }
+            println!(
+                "pinned: the devices and a bare sender to CPU {cpu}; the controller, the recorder and a second bare sender to CPUs {others:?}"
+            );
+            Some(b2)
+        }
+    };
     nap(Duration::from_millis(500));
     rec.clear();
     let drops0 = rec.drops();
@@ -261,7 +297,8 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
     }
     let period_ns = period_us * 1000;
     let macs = rec.macs();
-    let (mut per, ctl_ts, bare_ts) = streams(&recs, macs.len(), period_ns);
+    let st = streams(&recs, macs.len(), period_ns, dhf);
+    let (mut per, ctl_ts, bare_ts) = (st.per, st.ctl, st.bare);
     per.sort_by(|a, b| a.dev_p99.total_cmp(&b.dev_p99));
     let worst = per.last().cloned().unwrap_or_default();
     let median = per.get(per.len() / 2).map_or(0.0, |s| s.dev_p99);
@@ -281,6 +318,11 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
             .count()
     };
     let bare_gaps = gaps_at_least(&bare_ts, dhf_ns);
+    let ctl_bare: &[u64] = if st.bare_ctl.is_empty() {
+        &bare_ts
+    } else {
+        &st.bare_ctl
+    };
     let device_threads = thread_use(&s0.dev_threads, &s1.dev_threads, secs);
     let controller_threads = thread_use(&s0.me_threads, &s1.me_threads, secs);
     let r = ScaleResult {
@@ -290,6 +332,7 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
         seconds,
         dhf,
         hires,
+        pin: opts.pin,
         total_gaps_over_3: per.iter().map(|s| s.gaps_over_3).sum(),
         worst,
         median_dev_p99_us: median,
@@ -324,6 +367,46 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
         device_trips_explained: explained(&dev_trip_times),
         controller_trips_explained: explained(&ctl_trip_times),
         bare_gaps_over_dhf: bare_gaps.len() as u64,
+        device_trip_sides: trip_sides(
+            &dev_trip_times,
+            &st.ctl_silences,
+            Baselines {
+                sender: ctl_bare,
+                receiver: &bare_ts,
+            },
+            period_ns,
+            dhf_ns,
+        ),
+        controller_trip_sides: trip_sides(
+            &ctl_trip_times,
+            &st.dev_silences,
+            Baselines {
+                sender: &bare_ts,
+                receiver: ctl_bare,
+            },
+            period_ns,
+            dhf_ns,
+        ),
+        farm_slow_passes: devs
+            .log_lines("farm-io: slow pass")
+            .into_iter()
+            .filter(|(t, _)| *t >= s0.real_ns && *t <= s1.real_ns + 1_000_000_000)
+            .collect(),
+        stall_events: stall_events(
+            &dev_trip_times,
+            &ctl_trip_times,
+            &st.dev_silences,
+            &st.ctl_silences,
+            Baselines {
+                sender: &bare_ts,
+                receiver: ctl_bare,
+            },
+            period_ns,
+            dhf_ns,
+        ),
+        device_silences_ns: st.dev_silences.clone(),
+        controller_silences_ns: st.ctl_silences.clone(),
+        controller_bare: (!st.bare_ctl.is_empty()).then(|| intervals(&st.bare_ctl, period_ns)),
         loadavg_after,
         ar_ends: ends.iter().map(|(_, e)| e.clone()).collect(),
         device_trip_times_ns: dev_trip_times.clone(),
@@ -436,8 +519,19 @@ fn start_controller(ns: &NetNs, br: &str, units: u16, prio: i32) -> Result<Contr
 
 /// The bare sender beside the (first) device for the measurement and two seconds more.
 fn spawn_bare(devs: &Side, period_us: u64, seconds: u64) -> Result<ChildGuard, String> {
-    let b = sibling_binary("pn-bare-sender")?;
     let (bare_ns, bare_nic) = devs.bare_host();
+    spawn_bare_on(bare_ns, bare_nic, period_us, seconds)
+}
+
+/// A bare sender on `nic` of `ns`.
+fn spawn_bare_on(
+    ns: &NetNs,
+    nic: &str,
+    period_us: u64,
+    seconds: u64,
+) -> Result<ChildGuard, String> {
+    let b = sibling_binary("pn-bare-sender")?;
+    let (bare_ns, bare_nic) = (ns, nic);
     let c = bare_ns
         .command(b)
         .args([
@@ -540,29 +634,56 @@ impl Snapshot {
     }
 }
 
-/// Interval statistics of every device's cyclic stream (by source index), and the sorted
-/// send times of the controller's and of the bare sender's frames.
-fn streams(
-    recs: &[super::recorder::Rec],
-    sources: usize,
-    period_ns: u64,
-) -> (Vec<IntervalStats>, Vec<u64>, Vec<u64>) {
-    let per = (0..sources)
-        .map(|i| {
-            let ts: Vec<u64> = recs
-                .iter()
-                .filter(|r| r.kind == Kind::DevCyclic && usize::from(r.src) == i)
-                .map(|r| r.ts)
-                .collect();
-            intervals(&ts, period_ns)
-        })
-        .collect();
-    let of = |k: Kind| -> Vec<u64> {
-        let mut v: Vec<u64> = recs.iter().filter(|r| r.kind == k).map(|r| r.ts).collect();
+/// What the recorder saw, by stream.
+struct Streams {
+    /// Interval statistics of every device's cyclic stream (by source index).
+    per: Vec<IntervalStats>,
+    /// Sorted times of the controller's frames (to every device), of the bare sender beside
+    /// the devices and of the one on the controller's bridge (`--pin` only, else empty).
+    ctl: Vec<u64>,
+    bare: Vec<u64>,
+    bare_ctl: Vec<u64>,
+    /// Silences of at least the data-hold time less half a cycle: of each device's stream,
+    /// of the controller's stream to each device.
+    dev_silences: Vec<(u64, u64)>,
+    ctl_silences: Vec<(u64, u64)>,
+}
+
+fn streams(recs: &[super::recorder::Rec], sources: usize, period_ns: u64, dhf: u16) -> Streams {
+    // One pass over the recording (tens of millions of frames), each frame into its stream.
+    let mut dev: Vec<Vec<u64>> = vec![Vec::new(); sources];
+    let mut ctl_per: Vec<Vec<u64>> = vec![Vec::new(); sources];
+    let (mut bare, mut bare_ctl) = (Vec::new(), Vec::new());
+    let mut end = 0;
+    for r in recs {
+        end = end.max(r.ts);
+        let i = usize::from(r.src);
+        match r.kind {
+            Kind::DevCyclic if i < sources => dev[i].push(r.ts),
+            Kind::CtlCyclic if i < sources => ctl_per[i].push(r.ts),
+            Kind::Bare if i == 0 => bare.push(r.ts),
+            Kind::Bare => bare_ctl.push(r.ts),
+            _ => {}
+        }
+    }
+    for v in dev
+        .iter_mut()
+        .chain(ctl_per.iter_mut())
+        .chain([&mut bare, &mut bare_ctl])
+    {
         v.sort_unstable();
-        v
-    };
-    (per, of(Kind::CtlCyclic), of(Kind::Bare))
+    }
+    let min = (u64::from(dhf) * period_ns).saturating_sub(period_ns / 2);
+    let mut ctl: Vec<u64> = ctl_per.iter().flatten().copied().collect();
+    ctl.sort_unstable();
+    Streams {
+        per: dev.iter().map(|ts| intervals(ts, period_ns)).collect(),
+        dev_silences: silences(&dev, min, end),
+        ctl_silences: silences(&ctl_per, min, end),
+        ctl,
+        bare,
+        bare_ctl,
+    }
 }
 
 /// The result as a markdown table row, the AR ends by reason, and the threads' CPU use.
@@ -613,6 +734,45 @@ fn print_result(r: &ScaleResult, streams: usize, bare_report: &str) {
     }
     print_thread_use("devices in data exchange", &r.device_threads);
     print_thread_use("this process (controller, recorder)", &r.controller_threads);
+    let (d, c) = (r.device_trip_sides, r.controller_trip_sides);
+    println!(
+        "where the stalls were (explained: a bare-sender gap on the stalled side's CPU{}): device trips {} with the controller's frames to them silent on the wire ({} explained), {} with them on the wire ({} explained); controller expiries {} with the devices' frames silent on the wire ({} explained), {} with them on the wire ({} explained)",
+        if r.pin.is_some() { "" } else { "; one bare sender, not pinned" },
+        d.sender_silent,
+        d.sender_silent_explained,
+        d.receiver_late,
+        d.receiver_late_explained,
+        c.sender_silent,
+        c.sender_silent_explained,
+        c.receiver_late,
+        c.receiver_late_explained
+    );
+    let mut by_cause: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for e in &r.stall_events {
+        let c = by_cause.entry(format!("{:?}", e.cause)).or_default();
+        c.0 += 1;
+        c.1 += usize::from(e.explained);
+    }
+    println!(
+        "stall events (trips within {} ms of each other): {}; by the side that stopped first: {}",
+        stalls::EVENT_GAP_NS / 1_000_000,
+        r.stall_events.len(),
+        by_cause
+            .iter()
+            .map(|(k, (n, x))| format!("{k} {n} ({x} explained)"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "farm slow passes logged (I/O loop 1 ms or more late, at most one line per 100 ms): {}",
+        r.farm_slow_passes.len()
+    );
+    if let Some(b) = &r.controller_bare {
+        println!(
+            "bare sender on the controller's CPUs: |dev| p99/max {:.1}/{:.1} us, gaps > 3 cycles {}",
+            b.dev_p99, b.dev_max, b.gaps_over_3
+        );
+    }
     println!(
         "trip times seen: device {} (log lines), controller {} (events); bare sender: {}; recorder drops {}; setup {:.1} s",
         r.device_trip_times_ns.len(),
@@ -647,6 +807,7 @@ fn idle_phase(pids: &[u32], n: usize, seconds: u64) -> (Vec<ThreadUse>, f64) {
 
 mod ars;
 mod side;
+mod stalls;
 
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,7 @@
 //! A deterministic simulator of both peers' real-time machines in simulated time: the device's
 //! and the controller's cyclic provider and consumer (CPM/PPM with the data-hold supervision)
-//! and the low-priority alarm transport (RTA), joined by a simulated link with seeded loss,
+//! and the alarm CR (the device's [`AlarmCr`], the controller's [`AlarmReceiver`], both over
+//! the RTA machines), joined by a simulated link with seeded loss,
 //! loss bursts, duplication, delay (which reorders) and provider stalls. The machines are the
 //! protocol crate's own, the ones the daemon and the controller run; only the link and the clock
 //! are simulated.
@@ -12,7 +13,9 @@
 //! * **no missed trip**: a consumer that received nothing new for longer than that reports
 //!   the expiry by the next step;
 //! * **alarms in order, once**: what the controller receives is the device's alarms in the
-//!   order sent, none twice; without a transport timeout every alarm arrives.
+//!   order sent, none twice; without a transport timeout every alarm arrives;
+//! * **alarms acknowledged**: every alarm the controller received is acknowledged back to
+//!   the device (its AlarmAck reaches the device's AlarmCR), none that it did not receive.
 //!
 //! A run is a pure function of its [`SimConfig`]: a failing seed replays step by step
 //! (`pn-lab sim --seed N`), and [`Report::trace`] holds every frame on the link for a pcap.
@@ -22,16 +25,16 @@
 //! recheck, restarts from the remanent data, LLDP). Not yet simulated: ResetToFactory and
 //! reload in the service part, the LLDP neighbour.
 
+use crate::machine::alarm_cr::{AlarmCr, AlarmOutcome};
+use crate::machine::alarm_receiver::{AlarmReceiver, ReceiverEvent};
 use crate::machine::cyclic::{
     first_frame_timeout, Consumer, ConsumerEvent, CyclicTiming, Provider,
 };
 use crate::machine::data_hold::{DataHold, STALL_GUARD};
-use crate::machine::rta::{RtaConfig, RtaEvent, RtaMachine};
 use crate::time::{Duration, Instant};
 use crate::wire::ethernet::{ethertype, EthernetRepr, MacAddr, VlanTag};
-use crate::wire::pnio::alarm::{AlarmNotificationRepr, AlarmPdu, AlarmPriority, AlarmSpecifier};
+use crate::wire::pnio::diagnosis::UserStructure;
 use crate::wire::rt::FrameId;
-use crate::wire::Emit;
 
 mod cm;
 mod dcp;
@@ -53,6 +56,9 @@ pub enum Plant {
     WatchdogOffByOne,
     /// The controller drops one received alarm (a lost alarm).
     LoseOneAlarm,
+    /// The controller takes its first alarm but never sends its AlarmAck (the device's
+    /// alarm stays unacknowledged).
+    AlarmAckNeverSent,
     /// The device confirms record writes that arrive within five seconds of a link flap but
     /// does not keep them (a lost write on a flap).
     LostWriteOnFlap,
@@ -145,6 +151,8 @@ pub struct Report {
     pub trips: [u64; 2],
     pub alarms_sent: u64,
     pub alarms_delivered: u64,
+    /// AlarmAcks of the controller that reached the device's AlarmCR.
+    pub alarms_acked: u64,
     pub rta_timeouts: u64,
     /// ARs the controller established in the connection-management part of the run.
     pub ars_established: u64,
@@ -246,11 +254,14 @@ struct Cyclic<'a> {
     /// Side 0: the device (provides the input CR, consumes the output CR); side 1: the
     /// controller.
     sides: [Side; 2],
-    dev_rta: RtaMachine,
-    ctl_rta: RtaMachine,
+    dev_alarms: AlarmCr,
+    ctl_alarms: AlarmReceiver,
     alarm_times: Vec<Instant>,
     next_alarm: u32,
+    /// Sequence numbers: of the alarms the controller received, and of the AlarmAcks the
+    /// device's AlarmCR received.
     delivered: Vec<u32>,
+    acked: Vec<u32>,
     link: Link,
     buf: [u8; 256],
 }
@@ -286,11 +297,6 @@ impl<'a> Cyclic<'a> {
                 stalled_until: zero,
             },
         ];
-        let rta_cfg = |local, remote| {
-            let mut c = RtaConfig::new(AlarmPriority::Low, local, remote, 1, 3);
-            c.max_queue = 64;
-            c
-        };
         let alarm_times: Vec<Instant> = (0..cfg.alarms)
             .map(|_| Instant(rng.next() % cfg.duration.0.max(1)))
             .collect();
@@ -306,11 +312,13 @@ impl<'a> Cyclic<'a> {
             dev_dht: t.interval().saturating_mul(u64::from(dev_dhf)),
             limit: u64::from(dev_dhf),
             sides,
-            dev_rta: RtaMachine::new(rta_cfg(1, 2)),
-            ctl_rta: RtaMachine::new(rta_cfg(2, 1)),
+            // Alarm references 1 (device) and 2 (controller), timeout 100 ms, 3 retries.
+            dev_alarms: AlarmCr::new(1, 2, 1, 3, DEV.0, CTL.0),
+            ctl_alarms: AlarmReceiver::new(2, 1, 1, 3, CTL, DEV),
             alarm_times,
             next_alarm: 0,
             delivered: Vec::new(),
+            acked: Vec::new(),
             link: Link::new(cfg.seed),
             buf: [0u8; 256],
         })
@@ -322,7 +330,6 @@ impl<'a> Cyclic<'a> {
         let device_tripped = self.providers(now, impaired);
         self.alarms(now, impaired);
         self.supervise(now, device_tripped);
-        self.alarm_events(now);
     }
 
     fn deliver(&mut self, now: Instant) {
@@ -341,13 +348,12 @@ impl<'a> Cyclic<'a> {
                 continue;
             };
             let fid = u16::from_be_bytes([payload[0], payload[1]]);
-            if fid == 0xFE01 {
-                let m = if f.to_device {
-                    &mut self.dev_rta
+            if AlarmReceiver::priority_of(fid).is_some() {
+                if f.to_device {
+                    self.dev_alarms.handle(fid, &payload[2..], f.at);
                 } else {
-                    &mut self.ctl_rta
-                };
-                m.handle(&payload[2..], f.at);
+                    self.ctl_alarms.handle(fid, &payload[2..], f.at);
+                }
                 continue;
             }
             let rx = &mut self.sides[side].rx;
@@ -408,48 +414,109 @@ impl<'a> Cyclic<'a> {
     }
 
     fn alarms(&mut self, now: Instant, impaired: bool) {
-        // 3. Alarms: the device queues the alarms due now; both RTA machines run.
+        // 3. Alarms: the device's AlarmCR queues the diagnosis alarms due now (their sequence
+        // numbers count from 0, so they identify the alarm: the runs send fewer than 2048);
+        // both ends run and their frames go on the link.
         while self.next_alarm < self.cfg.alarms {
-            let due = self.alarm_times[self.next_alarm as usize];
-            if due > now {
+            if self.alarm_times[self.next_alarm as usize] > now {
                 break;
             }
-            // A process alarm on slot 1 whose sequence number identifies it (the runs send
-            // fewer than 2048 alarms, so the 11-bit number does not wrap).
-            let payload = AlarmPdu::Notification(AlarmNotificationRepr {
-                priority: AlarmPriority::Low,
-                alarm_type: 0x0002,
-                api: 0,
-                slot: 1,
-                subslot: 1,
-                module_ident: 1,
-                submodule_ident: 1,
-                specifier: AlarmSpecifier::new(self.next_alarm as u16, false, false, false, false),
-                item: None,
-            })
-            .to_bytes()
-            .unwrap_or_default();
-            if self.dev_rta.send_alarm(payload, now).is_ok() {
+            let item = UserStructure::Other {
+                usi: 0x1234,
+                data: self.next_alarm.to_be_bytes().to_vec(),
+            };
+            if self
+                .dev_alarms
+                .send_diagnosis(1, 1, (1, 1), true, false, item, now)
+                .is_ok()
+            {
                 self.rep.alarms_sent += 1;
             }
             self.next_alarm += 1;
         }
-        for (i, m) in [&mut self.dev_rta, &mut self.ctl_rta]
-            .into_iter()
-            .enumerate()
-        {
-            m.poll(now);
-            while let Some(tx) = m.poll_transmit() {
-                let (src, dst) = if i == 0 { (DEV, CTL) } else { (CTL, DEV) };
-                let frame = EthernetRepr {
-                    dst,
-                    src,
-                    vlan: Some(VlanTag::RT_ALARM_LOW),
-                    ethertype: ethertype::PROFINET,
+        let (mut frames, mut outcomes) = (Vec::new(), Vec::new());
+        self.dev_alarms.poll(now, &mut frames, &mut outcomes);
+        for o in outcomes {
+            self.device_alarm_outcome(now, o);
+        }
+        for f in frames {
+            self.link
+                .send(self.cfg, &mut self.rep, impaired, now, false, f);
+        }
+        let mut events = Vec::new();
+        self.ctl_alarms.poll_events(now, &mut events);
+        for e in events {
+            self.controller_alarm_event(now, e);
+        }
+        let mut frames = Vec::new();
+        self.ctl_alarms.poll_transmit(&mut frames);
+        for f in frames {
+            self.link
+                .send(self.cfg, &mut self.rep, impaired, now, true, f.frame);
+        }
+    }
+
+    /// What the device's AlarmCR reported: an AlarmAck of the controller, or the transport
+    /// giving up.
+    fn device_alarm_outcome(&mut self, now: Instant, o: AlarmOutcome) {
+        match o {
+            AlarmOutcome::Acked { sequence, ok, .. } => {
+                if !ok {
+                    self.rep.violations.push(format!(
+                        "t={} us: alarm {sequence} acknowledged negatively",
+                        now.0 / 1000
+                    ));
                 }
-                .build(&tx.rt_payload());
-                self.link
-                    .send(self.cfg, &mut self.rep, impaired, now, i == 1, frame);
+                self.acked.push(u32::from(sequence));
+            }
+            AlarmOutcome::TransportFailed(_) => {
+                self.rep.rta_timeouts += 1;
+                self.rep.note(self.cfg.trace, now, || {
+                    "the device's alarm transport gave up".into()
+                });
+            }
+            AlarmOutcome::Received { .. } | AlarmOutcome::ControllerAborted(_) => {
+                self.rep.violations.push(format!(
+                    "t={} us: the device's AlarmCR reported {o:?}, but the controller sends \
+                     no alarms and does not abort",
+                    now.0 / 1000
+                ));
+            }
+        }
+    }
+
+    /// What the controller's alarm receiver reported: a notification (acknowledged at once,
+    /// except the one the planted bug drops), or its transport giving up.
+    fn controller_alarm_event(&mut self, now: Instant, e: ReceiverEvent) {
+        match e {
+            ReceiverEvent::Notification { priority, alarm } => {
+                let n = u32::from(alarm.specifier.sequence_number());
+                if self.cfg.plant == Some(Plant::LoseOneAlarm) && n == 0 {
+                    return;
+                }
+                self.delivered.push(n);
+                let skip_ack = self.cfg.plant == Some(Plant::AlarmAckNeverSent) && n == 0;
+                if !skip_ack && self.ctl_alarms.acknowledge(priority, &alarm, now).is_err() {
+                    self.rep.violations.push(format!(
+                        "t={} us: the controller could not queue the AlarmAck of alarm {n}",
+                        now.0 / 1000
+                    ));
+                }
+                self.rep.note(self.cfg.trace, now, || {
+                    format!("alarm {n} delivered to the controller")
+                });
+            }
+            ReceiverEvent::Timeout => {
+                self.rep.rta_timeouts += 1;
+                self.rep.note(self.cfg.trace, now, || {
+                    "the controller's alarm transport gave up".into()
+                });
+            }
+            ReceiverEvent::Undecodable(_) | ReceiverEvent::PeerAbort(_) => {
+                self.rep.violations.push(format!(
+                    "t={} us: the controller's alarm receiver reported {e:?}",
+                    now.0 / 1000
+                ));
             }
         }
     }
@@ -529,37 +596,11 @@ impl<'a> Cyclic<'a> {
         }
     }
 
-    fn alarm_events(&mut self, now: Instant) {
-        // 5. Alarm events.
-        while let Some(ev) = self.ctl_rta.poll_event() {
-            if let RtaEvent::Received(p) = ev {
-                let n = match AlarmPdu::parse(&p) {
-                    Ok(AlarmPdu::Notification(n)) => u32::from(n.specifier.sequence_number()),
-                    _ => u32::MAX,
-                };
-                if self.cfg.plant == Some(Plant::LoseOneAlarm) && n == 0 {
-                    continue;
-                }
-                self.delivered.push(n);
-                self.rep.note(self.cfg.trace, now, || {
-                    format!("alarm {n} delivered to the controller")
-                });
-            }
-        }
-        while let Some(ev) = self.dev_rta.poll_event() {
-            if let RtaEvent::Timeout { .. } = ev {
-                self.rep.rta_timeouts += 1;
-                self.rep.note(self.cfg.trace, now, || {
-                    "the device's alarm transport gave up".into()
-                });
-            }
-        }
-    }
-
     /// The end of the cyclic part: the alarm invariants, then the other parts on the same
     /// time line.
     fn finish(mut self, end: Instant) -> Report {
         self.rep.alarms_delivered = self.delivered.len() as u64;
+        self.rep.alarms_acked = self.acked.len() as u64;
         // Alarms: in order, once; all of them unless the transport gave up.
         let in_order = self.delivered.windows(2).all(|w| w[0] < w[1]);
         if !in_order {
@@ -572,6 +613,23 @@ impl<'a> Cyclic<'a> {
             self.rep.violations.push(format!(
                 "{} alarms sent, {} delivered ({:?}), and the transport never gave up",
                 self.rep.alarms_sent, self.rep.alarms_delivered, self.delivered
+            ));
+        }
+        // AlarmAcks: only for alarms the controller received, in order, once; for every one
+        // of them unless a transport gave up.
+        let mut acked = self.acked.clone();
+        acked.dedup();
+        if acked != self.acked || !self.acked.iter().all(|a| self.delivered.contains(a)) {
+            self.rep.violations.push(format!(
+                "AlarmAcks {:?} at the device for the alarms {:?} the controller received",
+                self.acked, self.delivered
+            ));
+        }
+        if self.rep.rta_timeouts == 0 && self.acked != self.delivered {
+            self.rep.violations.push(format!(
+                "alarms {:?} received by the controller, AlarmAcks {:?} at the device, and \
+                 the transport never gave up",
+                self.delivered, self.acked
             ));
         }
         // Connection management, after the cyclic part on the same time line.
@@ -658,7 +716,10 @@ mod tests {
         let r = run(&cfg);
         assert!(r.violations.is_empty(), "{:?}", r.violations);
         assert_eq!(r.trips, [0, 0]);
-        assert_eq!((r.alarms_sent, r.alarms_delivered), (3, 3));
+        assert_eq!(
+            (r.alarms_sent, r.alarms_delivered, r.alarms_acked),
+            (3, 3, 3)
+        );
         assert!(r.frames_sent > 500);
     }
 
@@ -701,6 +762,11 @@ mod tests {
         };
         assert!(caught(Plant::WatchdogOffByOne, "consumer tripped after").is_some());
         assert!(caught(Plant::LoseOneAlarm, "alarms sent").is_some());
+        assert!(caught(
+            Plant::AlarmAckNeverSent,
+            "received by the controller, AlarmAcks"
+        )
+        .is_some());
         assert!(caught(Plant::LostWriteOnFlap, "confirmed record write reads back").is_some());
         assert!(caught(Plant::WrongAbortReason, "not the reason of that cause").is_some());
         assert!(caught(Plant::LateExchangeTaken, "from a state that does not run").is_some());

@@ -258,6 +258,15 @@ impl Side {
         }
     }
 
+    /// The devices' log lines that contain `needle`, with their times (CLOCK_REALTIME ns).
+    pub fn log_lines(&self, needle: &str) -> Vec<(u64, String)> {
+        self.hosts()
+            .into_iter()
+            .filter_map(|h| std::fs::read_to_string(&h.log).ok())
+            .flat_map(|l| lines_with(&l, needle))
+            .collect()
+    }
+
     /// CLOCK_REALTIME ns of every watchdog trip the devices logged (one per trip).
     pub fn trip_times(&self) -> Vec<u64> {
         let per_device = matches!(self.kind, Kind::Daemons(_));
@@ -314,6 +323,16 @@ pub(super) fn trip_times(log: &str) -> Vec<u64> {
         .map(strip_ansi)
         .filter(|l| l.contains("watchdog: no "))
         .filter_map(|l| parse_rfc3339_ns(l.split_whitespace().next()?))
+        .collect()
+}
+
+/// The lines of `log` that contain `needle`, with the CLOCK_REALTIME ns of their tracing
+/// timestamps (colour sequences removed).
+pub(super) fn lines_with(log: &str, needle: &str) -> Vec<(u64, String)> {
+    log.lines()
+        .map(strip_ansi)
+        .filter(|l| l.contains(needle))
+        .filter_map(|l| Some((parse_rfc3339_ns(l.split_whitespace().next()?)?, l)))
         .collect()
 }
 

@@ -1,3 +1,4 @@
+use super::stalls::{silent_before, StallCause};
 use super::*;
 
 #[test]
@@ -40,4 +41,152 @@ fn trip_lines_of_the_daemon_and_the_farm() {
         side::trip_times(log),
         vec![1_795_471_800_500_000_000, 1_795_471_801_000_000_000]
     );
+}
+
+#[test]
+fn silence_on_the_wire_before_a_trip() {
+    let ms = 1_000_000u64;
+    // Frames every ms up to 10 ms, then silence until 15 ms, then every ms up to 30 ms; the
+    // recording ends at 100 ms.
+    let mut s: Vec<u64> = (0..=10).map(|i| i * ms).collect();
+    s.extend((15..=30).map(|i| i * ms));
+    let quiet = silences(&[s], 3 * ms, 100 * ms);
+    assert_eq!(quiet, vec![(10 * ms, 5 * ms), (30 * ms, 70 * ms)]);
+    // A trip at 14 ms (3 ms watchdog): the sender was silent from 10 ms.
+    assert!(silent_before(&quiet, 14 * ms, 3 * ms, 50 * ms));
+    // The 5 ms silence does not make a 6 ms one.
+    assert!(!silent_before(&quiet, 14 * ms, 6 * ms, 50 * ms));
+    // A trip at 25 ms with a 5 ms look-back: frames were on the wire up to it.
+    assert!(!silent_before(&quiet, 25 * ms, 3 * ms, 5 * ms));
+    // With a look-back reaching 10 ms, the silence before it counts.
+    assert!(silent_before(&quiet, 25 * ms, 3 * ms, 16 * ms));
+    // Silence to the end of the recording counts from the last frame...
+    assert!(silent_before(&quiet, 40 * ms, 3 * ms, 15 * ms));
+    // ...within the look-back only.
+    assert!(!silent_before(&quiet, 80 * ms, 3 * ms, 20 * ms));
+    // A silence that began less than the watchdog time before the trip is its consequence
+    // (the AR ended and the frames stopped), not its cause.
+    assert!(!silent_before(&quiet, 32 * ms, 3 * ms, 5 * ms));
+    assert!(silent_before(&quiet, 33 * ms, 3 * ms, 5 * ms));
+    // No stream, no silence.
+    assert!(silences(&[], 3 * ms, 100 * ms).is_empty());
+    assert!(!silent_before(&[], 5 * ms, 3 * ms, 50 * ms));
+}
+
+#[test]
+fn silences_of_several_streams_are_merged_in_time_order() {
+    let ms = 1_000_000u64;
+    let a: Vec<u64> = vec![0, 10 * ms, 11 * ms];
+    let b: Vec<u64> = vec![0, ms, 5 * ms, 11 * ms];
+    assert_eq!(
+        silences(&[a, b], 4 * ms, 11 * ms),
+        vec![(0, 10 * ms), (ms, 4 * ms), (5 * ms, 6 * ms)]
+    );
+}
+
+#[test]
+fn trips_split_by_the_side_that_stalled() {
+    let ms = 1_000_000u64;
+    let mut watched: Vec<u64> = (0..=400).map(|i| i * ms).collect();
+    watched.retain(|&t| !(20 * ms < t && t < 26 * ms)); // a 6 ms silence at 20 ms
+    let quiet = silences(&[watched], 2 * ms, 400 * ms);
+    let stalled_at = |from: u64, to: u64| -> Vec<u64> {
+        (0..=400)
+            .map(|i| i * ms)
+            .filter(|&t| !(from * ms < t && t < to * ms))
+            .collect()
+    };
+    // The sender's bare sender stalled with it; the receiver's at 290-296 ms.
+    let (sender_bare, receiver_bare) = (stalled_at(18, 24), stalled_at(290, 296));
+    let both = Baselines {
+        sender: &sender_bare,
+        receiver: &receiver_bare,
+    };
+    // Trip at 24 ms: silent sender, explained by the sender's baseline; at 300 ms: frames
+    // on the wire, the receiver's baseline explains it; at 700 ms: nothing does.
+    let s = trip_sides(&[24 * ms, 300 * ms, 700 * ms], &quiet, both, ms, 3 * ms);
+    assert_eq!(
+        s,
+        TripSides {
+            sender_silent: 1,
+            sender_silent_explained: 1,
+            receiver_late: 2,
+            receiver_late_explained: 1,
+        }
+    );
+    // With the baselines swapped, neither stall is explained by the other side's.
+    let swapped = Baselines {
+        sender: &receiver_bare,
+        receiver: &sender_bare,
+    };
+    let s = trip_sides(&[24 * ms, 300 * ms], &quiet, swapped, ms, 3 * ms);
+    assert_eq!(
+        (s.sender_silent_explained, s.receiver_late_explained),
+        (0, 0)
+    );
+}
+
+#[test]
+fn stall_events_go_to_the_side_that_stopped_first() {
+    let ms = 1_000_000u64;
+    let every_ms = |from: u64, to: u64, holes: &[(u64, u64)]| -> Vec<u64> {
+        (from..=to)
+            .filter(|i| !holes.iter().any(|&(a, b)| a < *i && *i < b))
+            .map(|i| i * ms)
+            .collect()
+    };
+    // The devices stop at 100 ms for 6 ms (their bare sender too); the controller stops at
+    // 500 ms for 6 ms and the devices stop after their watchdogs trip (the consequence);
+    // at 900 ms nothing stops on the wire and the controller's watchdog expires.
+    let dev = every_ms(0, 1000, &[(100, 106), (505, 520)]);
+    let ctl = every_ms(0, 1000, &[(500, 506)]);
+    let end = 1000 * ms;
+    let (ds, cs) = (silences(&[dev], 2 * ms, end), silences(&[ctl], 2 * ms, end));
+    let dev_bare = every_ms(0, 1000, &[(99, 105)]);
+    let ctl_bare = every_ms(0, 1000, &[]);
+    let ev = stall_events(
+        &[504 * ms],
+        &[104 * ms, 104 * ms + 10, 509 * ms, 904 * ms],
+        &ds,
+        &cs,
+        Baselines {
+            sender: &dev_bare,
+            receiver: &ctl_bare,
+        },
+        ms,
+        3 * ms,
+    );
+    let got: Vec<(u64, usize, usize, StallCause, bool)> = ev
+        .iter()
+        .map(|e| {
+            (
+                e.at_ns / ms,
+                e.device_trips,
+                e.controller_expiries,
+                e.cause,
+                e.explained,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (104, 0, 2, StallCause::Devices, true),
+            (504, 1, 1, StallCause::Controller, false),
+            (904, 0, 1, StallCause::ControllerReceive, false),
+        ]
+    );
+}
+
+#[test]
+fn log_lines_with_their_times() {
+    let log = concat!(
+        "2026-11-23T22:10:00.5Z  WARN pn_farm::status: farm-io: slow pass, every device's frames late count=1\n",
+        "2026-11-23T22:10:01Z  INFO pn_farm: something else\n",
+        "not a timestamp farm-io: slow pass\n",
+    );
+    let got = side::lines_with(log, "farm-io: slow pass");
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].0, 1_795_471_800_500_000_000);
+    assert!(got[0].1.ends_with("count=1"));
 }
