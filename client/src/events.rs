@@ -143,6 +143,15 @@ fn diff(prev: &Observed, now: &Observed, out: &mut Vec<Event>) {
     }
 }
 
+/// An observation whose IO read failed (the request timed out, say, under load) keeps the last
+/// known IO status: the change is then reported when the IO status is read again, from the
+/// last known one, instead of being lost (a change is only reported between two known values).
+fn keep_last_io(prev: Option<&Observed>, now: &mut Observed) {
+    if now.io.is_none() {
+        now.io = prev.and_then(|p| p.io.clone());
+    }
+}
+
 async fn observe(client: &Client) -> crate::Result<Observed> {
     let status: Status = client.status().await?;
     let io = client.io().await.ok();
@@ -205,7 +214,8 @@ async fn run(client: Client, period: Duration, tx: mpsc::Sender<Event>) {
         tick.tick().await;
         let mut out = Vec::new();
         match observe(&client).await {
-            Ok(now) => {
+            Ok(mut now) => {
+                keep_last_io(prev.as_ref(), &mut now);
                 if !reachable {
                     reachable = true;
                     out.push(Event::ServiceReachable {
@@ -268,6 +278,32 @@ mod tests {
                 output_iocs_hex: "00".into(),
             }),
         }
+    }
+
+    #[test]
+    fn a_failed_io_read_does_not_lose_the_change() {
+        let a = obs();
+        // The IO read of the next poll failed: the last known status stands.
+        let mut b = obs();
+        b.io = None;
+        keep_last_io(Some(&a), &mut b);
+        let mut out = Vec::new();
+        diff(&a, &b, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+        // The next read sees the inputs valid: reported from the last known status.
+        let mut c = obs();
+        c.io.as_mut().unwrap().input_valid = true;
+        keep_last_io(Some(&b), &mut c);
+        diff(&b, &c, &mut out);
+        assert!(
+            matches!(&out[..], [Event::IoStatus { from, to }] if !from.input_valid && to.input_valid),
+            "{out:?}"
+        );
+        // Without any known status there is nothing to keep.
+        let mut d = obs();
+        d.io = None;
+        keep_last_io(None, &mut d);
+        assert_eq!(d.io, None);
     }
 
     #[test]
