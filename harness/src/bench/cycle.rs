@@ -11,7 +11,7 @@ use super::pnet::{PNET_MAC, PNET_PERIOD_US};
 use super::raw;
 use super::recorder::{Kind, Rec};
 use super::rig::{cpu_pct, wrk_non2xx, wrk_rps, ChildGuard, CpuLoad, Rig};
-use super::stats::{gaps, intervals, unexplained, IntervalStats};
+use super::stats::{containing, gaps, intervals, unexplained_gaps, IntervalStats};
 use super::{nap, stopped};
 use pn_controller::{ArHandle, ArState};
 use serde::Serialize;
@@ -45,6 +45,11 @@ pub struct CaseResult {
     /// Device gaps longer than 3 cycles during which the bare sender had no gap (> 2 cycles).
     pub device_unexplained_gaps: usize,
     pub controller_unexplained_gaps: usize,
+    /// Of the unexplained gaps, those that hold a Connect request of the controller: the
+    /// outage of a reconnect after an AR end (whose cause is then a gap of its own or a
+    /// trip of the other side), not a stall of the stream's sender.
+    pub device_unexplained_reconnects: usize,
+    pub controller_unexplained_reconnects: usize,
     pub device_watchdog_trips: i64,
     pub controller_watchdog_expiries: u64,
     pub device_missed_ticks: i64,
@@ -314,6 +319,8 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
         ratio_dev_p99: ratio(dev_p99, bare_p99),
         device_unexplained_gaps: s.device.unexplained,
         controller_unexplained_gaps: s.controller.unexplained,
+        device_unexplained_reconnects: s.device.reconnects,
+        controller_unexplained_reconnects: s.controller.reconnects,
         device: s.device.st,
         controller: s.controller.st,
         bare: s.bare,
@@ -352,6 +359,8 @@ pub fn ratio(a: f64, b: f64) -> f64 {
 struct Stream {
     st: IntervalStats,
     unexplained: usize,
+    /// Of them, reconnect outages (a Connect request inside the gap).
+    reconnects: usize,
 }
 
 /// The recorded streams of a case: the device's frames and the controller's frames to it,
@@ -378,9 +387,19 @@ impl Streams {
             .map(|r| r.ts)
             .collect();
         let bare_gaps = gaps(&bare_ts, period_ns, 2.0);
-        let stream = |ts: &[u64]| Stream {
-            st: intervals(ts, period_ns),
-            unexplained: unexplained(&gaps(ts, period_ns, 3.0), &bare_gaps, period_ns),
+        let mut connects: Vec<u64> = recs
+            .iter()
+            .filter(|r| r.kind == Kind::RpcOut(0))
+            .map(|r| r.ts)
+            .collect();
+        connects.sort_unstable();
+        let stream = |ts: &[u64]| {
+            let u = unexplained_gaps(&gaps(ts, period_ns, 3.0), &bare_gaps, period_ns);
+            Stream {
+                st: intervals(ts, period_ns),
+                unexplained: u.len(),
+                reconnects: containing(&u, &connects),
+            }
         };
         Streams {
             device: stream(&of(Kind::DevCyclic, false)),
@@ -491,7 +510,7 @@ pub fn verdict(r: &CaseResult, max_ratio: f64) -> String {
     let ratio_ok = r.ratio_dev_p99 <= max_ratio;
     let gaps_ok = r.device.gaps_over_3 <= r.bare.gaps_over_3;
     format!(
-        "{} us {} hires={} http={} ({:.0} s): |dev| p99 {:.1} us vs bare {:.1} us = {:.2}x (target <= {max_ratio}x: {}); gaps>3 cycles device {} vs bare {} ({}), device gaps>3 without a bare gap at the same time: {}, controller: {}; watchdog trips device {} controller {}; missed cycles device {} bare {}; recorder drops {}",
+        "{} us {} hires={} http={} ({:.0} s): |dev| p99 {:.1} us vs bare {:.1} us = {:.2}x (target <= {max_ratio}x: {}); gaps>3 cycles device {} vs bare {} ({}), device gaps>3 without a bare gap at the same time: {} ({} of them reconnect outages), controller: {} ({}); watchdog trips device {} controller {}; missed cycles device {} bare {}; recorder drops {}",
         r.case.period_us,
         if r.case.load_threads > 0 { "loaded" } else { "idle" },
         r.case.hires,
@@ -505,7 +524,9 @@ pub fn verdict(r: &CaseResult, max_ratio: f64) -> String {
         r.bare.gaps_over_3,
         if gaps_ok { "MET" } else { "MISSED" },
         r.device_unexplained_gaps,
+        r.device_unexplained_reconnects,
         r.controller_unexplained_gaps,
+        r.controller_unexplained_reconnects,
         r.device_watchdog_trips,
         r.controller_watchdog_expiries,
         r.device.missed_cycles,
@@ -584,6 +605,8 @@ mod tests {
             ratio_dev_p99: 0.5,
             device_unexplained_gaps: 0,
             controller_unexplained_gaps: 0,
+            device_unexplained_reconnects: 0,
+            controller_unexplained_reconnects: 0,
             device_watchdog_trips: 0,
             controller_watchdog_expiries: 0,
             device_missed_ticks: 0,

@@ -133,11 +133,34 @@ pub fn gaps(ts: &[u64], period_ns: u64, factor: f64) -> Vec<(u64, u64)> {
 /// (longer than 2 periods, i.e. at least one slot the bare sender itself could not keep)
 /// overlaps them, widened by one period on each side.
 pub fn unexplained(gaps_: &[(u64, u64)], reference: &[(u64, u64)], period_ns: u64) -> usize {
+    unexplained_gaps(gaps_, reference, period_ns).len()
+}
+
+/// The gaps [`unexplained`] counts.
+pub fn unexplained_gaps(
+    gaps_: &[(u64, u64)],
+    reference: &[(u64, u64)],
+    period_ns: u64,
+) -> Vec<(u64, u64)> {
     gaps_
         .iter()
         .filter(|(s, e)| {
             let (s, e) = (s.saturating_sub(period_ns), e + period_ns);
             !reference.iter().any(|(rs, re)| *rs < e && *re > s)
+        })
+        .copied()
+        .collect()
+}
+
+/// How many of `gaps_` contain one of `marks` (sorted times): with the controller's Connect
+/// requests as marks, the gaps that are a reconnect's outage (the AR had ended; the stream
+/// resumed with the new AR) rather than a stall.
+pub fn containing(gaps_: &[(u64, u64)], marks: &[u64]) -> usize {
+    gaps_
+        .iter()
+        .filter(|(s, e)| {
+            let i = marks.partition_point(|m| m <= s);
+            marks.get(i).is_some_and(|m| m < e)
         })
         .count()
 }
@@ -154,6 +177,10 @@ mod gap_tests {
         let b = vec![(11_000, 14_000)];
         assert_eq!(unexplained(&d, &b, p), 1);
         assert_eq!(unexplained(&d, &[], p), 2);
+        // The second gap holds a Connect request: a reconnect's outage.
+        assert_eq!(containing(&d, &[5_000, 33_000, 40_000]), 1);
+        assert_eq!(containing(&d, &[15_000]), 0);
+        assert_eq!(containing(&d, &[]), 0);
         let ts = [0, 1000, 2000, 6000, 7000];
         assert_eq!(gaps(&ts, 1000, 3.0), vec![(2000, 6000)]);
         assert!(gaps(&ts, 1000, 4.0).is_empty());
