@@ -342,9 +342,12 @@ pub struct FarmView {
     pub rx_errors: u64,
     pub tx_unsent: u64,
     /// Passes of the I/O loop that woke 1 ms or more late or took that long, and the worst
-    /// lateness and duration (us).
+    /// lateness and duration (us). Absent in the answer of an older farm: 0.
+    #[serde(default)]
     pub slow_passes: u64,
+    #[serde(default)]
     pub max_wake_late_us: u64,
+    #[serde(default)]
     pub max_pass_us: u64,
     /// The last socket error in words ("" when there was none).
     pub last_io_error: String,

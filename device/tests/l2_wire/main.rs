@@ -327,24 +327,19 @@ fn l2_wire_snmp_and_llmnr_answer_independent_clients() {
     wait_for("configured IP on the NIC", Duration::from_secs(3), || {
         rig.dev_addrs().contains("10.47.0.2/24").then_some(())
     });
-    let out = rig
-        .peer_ns
-        .exec_ok(&[
-            "snmpget",
-            "-v2c",
-            "-c",
-            "public",
-            "-On",
-            "-t",
-            "2",
-            "-r",
-            "1",
-            "10.47.0.2",
+    let out = snmp(
+        &rig,
+        "snmpget",
+        "-v2c",
+        "public",
+        true,
+        &[
             "1.3.6.1.2.1.1.5.0",
             "1.3.6.1.2.1.1.7.0",
             "1.3.6.1.2.1.1.2.0",
-        ])
-        .unwrap();
+        ],
+    )
+    .unwrap();
     assert!(
         out.contains(".1.3.6.1.2.1.1.5.0 = STRING: \"l2-dev\""),
         "{out}"
@@ -354,22 +349,7 @@ fn l2_wire_snmp_and_llmnr_answer_independent_clients() {
         out.contains(".1.3.6.1.2.1.1.2.0 = OID: .1.3.6.1.4.1.24686"),
         "{out}"
     );
-    let out = rig
-        .peer_ns
-        .exec_ok(&[
-            "snmpwalk",
-            "-v1",
-            "-c",
-            "public",
-            "-On",
-            "-t",
-            "2",
-            "-r",
-            "1",
-            "10.47.0.2",
-            "1.3.6.1.2.1.1",
-        ])
-        .unwrap();
+    let out = snmp(&rig, "snmpwalk", "-v1", "public", true, &["1.3.6.1.2.1.1"]).unwrap();
     assert_eq!(
         out.lines()
             .filter(|l| l.starts_with(".1.3.6.1.2.1.1."))
@@ -388,22 +368,7 @@ fn l2_wire_snmp_and_llmnr_answer_independent_clients() {
     );
     // v2c walk: net-snmp uses GetBulk; the answer exceeds 127 bytes (long-form BER lengths)
     // and ends with endOfMibView after sysServices (net-snmp prints that as a last line).
-    let out = rig
-        .peer_ns
-        .exec_ok(&[
-            "snmpwalk",
-            "-v2c",
-            "-c",
-            "public",
-            "-On",
-            "-t",
-            "2",
-            "-r",
-            "1",
-            "10.47.0.2",
-            "1.3.6.1.2.1.1",
-        ])
-        .unwrap();
+    let out = snmp(&rig, "snmpwalk", "-v2c", "public", true, &["1.3.6.1.2.1.1"]).unwrap();
     assert_eq!(
         out.lines()
             .filter(|l| l.starts_with(".1.3.6.1.2.1.1.") && !l.contains("No more variables"))
@@ -416,21 +381,15 @@ fn l2_wire_snmp_and_llmnr_answer_independent_clients() {
         "{out}"
     );
     // A wrong community gets no answer.
-    assert!(rig
-        .peer_ns
-        .exec_ok(&[
-            "snmpget",
-            "-v2c",
-            "-c",
-            "private",
-            "-t",
-            "1",
-            "-r",
-            "0",
-            "10.47.0.2",
-            "1.3.6.1.2.1.1.5.0",
-        ])
-        .is_err());
+    assert!(snmp(
+        &rig,
+        "snmpget",
+        "-v2c",
+        "private",
+        false,
+        &["1.3.6.1.2.1.1.5.0"]
+    )
+    .is_err());
 
     // LLMNR with scapy building and parsing the DNS messages, over the multicast group.
     let script = r#"
@@ -537,4 +496,32 @@ fn l2_wire_socket_filter_passes_only_profinet_and_lldp_and_hides_own_frames() {
         }
     }
     assert!(seen, "the device's frame reached the peer");
+}
+
+/// net-snmp's `tool` (snmpget, snmpwalk) from the peer namespace against the device's
+/// configured IP with numeric OIDs: `patient` allows a 2 s timeout and one retry (an answer is
+/// expected), otherwise 1 s and none (no answer is).
+fn snmp(
+    rig: &Rig,
+    tool: &str,
+    version: &str,
+    community: &str,
+    patient: bool,
+    oids: &[&str],
+) -> Result<String, String> {
+    let (t, r) = if patient { ("2", "1") } else { ("1", "0") };
+    let mut args = vec![
+        tool,
+        version,
+        "-c",
+        community,
+        "-On",
+        "-t",
+        t,
+        "-r",
+        r,
+        "10.47.0.2",
+    ];
+    args.extend_from_slice(oids);
+    rig.peer_ns.exec_ok(&args)
 }

@@ -531,12 +531,11 @@ fn spawn_bare_on(
     seconds: u64,
 ) -> Result<ChildGuard, String> {
     let b = sibling_binary("pn-bare-sender")?;
-    let (bare_ns, bare_nic) = (ns, nic);
-    let c = bare_ns
+    let c = ns
         .command(b)
         .args([
             "--iface",
-            bare_nic,
+            nic,
             "--period-us",
             &period_us.to_string(),
             "--duration-s",
@@ -546,7 +545,7 @@ fn spawn_bare_on(
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| format!("pn-bare-sender on {nic}: {e}"))?;
     Ok(ChildGuard(Some(c)))
 }
 
