@@ -202,6 +202,21 @@ pub struct ScaleArgs {
     /// the stalls of the devices' CPU.
     #[arg(long)]
     pub pin: Option<usize>,
+    /// With --pin: each side's received frames processed on its own CPUs (receive packet
+    /// steering on both ends of every device veth), as a NIC's receive interrupt would be. On a
+    /// veth the kernel otherwise delivers a frame through the bridge to every receiver inside
+    /// the sender's system call, on the sender's CPU.
+    #[arg(long, requires = "pin")]
+    pub rps: bool,
+    /// With --pin: this many busy threads at normal priority on the controller's CPUs (the
+    /// cycle benchmark's "other core loaded"; with one device, the 250 us case of issue 17
+    /// with the stalls attributed to a side).
+    #[arg(long, default_value_t = 0, requires = "pin")]
+    pub load: usize,
+    /// With --pin: keep every other thread of the machine off the pinned CPU for the run
+    /// (a run-time `isolcpus`; restored at the end), as a real-time host is set up.
+    #[arg(long, requires = "pin")]
+    pub isolate: bool,
     #[command(flatten)]
     pub out: JsonOut,
 }

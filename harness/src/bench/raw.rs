@@ -220,6 +220,77 @@ pub fn set_affinity(tid: u32, cpus: &[usize]) -> std::io::Result<()> {
     }
 }
 
+/// The CPUs thread `tid` may run on.
+pub fn get_affinity(tid: u32) -> std::io::Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data, filled by the kernel.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid set of the size passed.
+    let rc = unsafe {
+        libc::sched_getaffinity(
+            tid as libc::pid_t,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &mut set,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: reads inside the set.
+    Ok((0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect())
+}
+
+/// Every other thread of the machine kept off one CPU for a measurement, a run-time
+/// `isolcpus`: the housekeeping of the machine (on this VM its init agent, whose worker
+/// thread holds a CPU for 1-2 ms about once a second, irrupting even SCHED_FIFO threads,
+/// `docs/benchmarks.md`) then runs on the other CPUs. Restored when dropped.
+pub struct Isolation {
+    moved: Vec<(u32, Vec<usize>)>,
+}
+
+impl Isolation {
+    /// Moves every thread allowed on `cpu` and on some other CPU, except the threads of the
+    /// processes `keep`, to its other CPUs. Per-CPU kernel threads (allowed one CPU, or
+    /// refusing the change) stay where they are.
+    pub fn start(cpu: usize, keep: &[u32]) -> Isolation {
+        let mut moved = Vec::new();
+        let numeric = |e: std::fs::DirEntry| e.file_name().to_str()?.parse::<u32>().ok();
+        let pids: Vec<u32> = std::fs::read_dir("/proc")
+            .map(|d| d.flatten().filter_map(numeric).collect())
+            .unwrap_or_default();
+        for pid in pids.into_iter().filter(|p| !keep.contains(p)) {
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                continue;
+            };
+            for tid in tasks.flatten().filter_map(numeric) {
+                let Ok(cpus) = get_affinity(tid) else {
+                    continue;
+                };
+                let rest: Vec<usize> = cpus.iter().copied().filter(|&c| c != cpu).collect();
+                if cpus.contains(&cpu) && !rest.is_empty() && set_affinity(tid, &rest).is_ok() {
+                    moved.push((tid, cpus));
+                }
+            }
+        }
+        Isolation { moved }
+    }
+
+    /// How many threads were moved.
+    pub fn moved(&self) -> usize {
+        self.moved.len()
+    }
+}
+
+impl Drop for Isolation {
+    fn drop(&mut self) {
+        for (tid, cpus) in &self.moved {
+            // A thread that ended meanwhile has nothing to restore.
+            let _ = set_affinity(*tid, cpus);
+        }
+    }
+}
+
 /// Restrict every thread of process `pid` to the CPUs `cpus` (threads started later inherit
 /// the mask of the thread that starts them, not this one's).
 pub fn pin_process(pid: u32, cpus: &[usize]) -> Result<(), String> {
@@ -231,6 +302,16 @@ pub fn pin_process(pid: u32, cpus: &[usize]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Receive packet steering: frames received on `ifname` (in `ns`) are processed on `cpus`
+/// (written through `ip netns exec`, which mounts the namespace's own sysfs).
+pub fn set_rps(ns: &pn_testkit::netns::NetNs, ifname: &str, cpus: &[usize]) -> Result<(), String> {
+    let mask: u64 = cpus.iter().filter(|&&c| c < 64).fold(0, |m, &c| m | 1 << c);
+    let path = format!("/sys/class/net/{ifname}/queues/rx-0/rps_cpus");
+    ns.exec_ok(&["sh", "-c", &format!("echo {mask:x} > {path}")])
+        .map(|_| ())
+        .map_err(|e| format!("RPS on {ifname}: {e}"))
 }
 
 /// The online CPUs other than `cpu` (the CPUs this process may run on).

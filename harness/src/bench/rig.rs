@@ -126,21 +126,25 @@ impl CpuLoad {
             .map(|_| {
                 let s = stop.clone();
                 let cpus = cpus.clone();
-                std::thread::spawn(move || {
-                    if !cpus.is_empty() {
-                        if let Err(e) = super::raw::set_affinity(0, &cpus) {
-                            eprintln!("load thread: {e}");
+                // Named, so that the benches' per-thread CPU tables keep the load apart.
+                std::thread::Builder::new()
+                    .name("bench-load".into())
+                    .spawn(move || {
+                        if !cpus.is_empty() {
+                            if let Err(e) = super::raw::set_affinity(0, &cpus) {
+                                eprintln!("load thread: {e}");
+                            }
                         }
-                    }
-                    let mut x: u64 = 1;
-                    while !s.load(Ordering::Relaxed) {
-                        for _ in 0..10_000 {
-                            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                        let mut x: u64 = 1;
+                        while !s.load(Ordering::Relaxed) {
+                            for _ in 0..10_000 {
+                                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                            }
+                            std::hint::black_box(x);
                         }
-                        std::hint::black_box(x);
-                    }
-                })
+                    })
             })
+            .filter_map(Result::ok)
             .collect();
         CpuLoad { stop, threads }
     }

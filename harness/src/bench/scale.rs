@@ -16,7 +16,7 @@
 //! the bare sender's gaps and the window are in the JSON, to be judged with another window).
 
 use super::recorder::{Kind, Recorder};
-use super::rig::{cpu_pct, sibling_binary, ChildGuard};
+use super::rig::{cpu_pct, sibling_binary, ChildGuard, CpuLoad};
 use super::stats::{intervals, IntervalStats};
 use super::{nap, raw, stopped, write_json, OnOff, ScaleArgs};
 use pn_controller::{
@@ -130,6 +130,12 @@ pub struct ScaleResult {
     pub hires: bool,
     /// `--pin`: the CPU of the devices and the bare sender.
     pub pin: Option<usize>,
+    /// `--rps`: each side's received frames processed on its own CPUs.
+    pub rps: bool,
+    /// `--load`: busy threads on the controller's CPUs.
+    pub load_threads: usize,
+    /// `--isolate`: every other thread kept off the devices' CPU.
+    pub isolate: bool,
     pub worst: IntervalStats,
     pub median_dev_p99_us: f64,
     pub per_device: Vec<IntervalStats>,
@@ -248,14 +254,22 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
     for l in lost_during_setup.iter().take(10) {
         println!("  lost during set-up: {l}");
     }
-    let bare = spawn_bare(&devs, period_us, seconds)?;
+    // Pinned, the bare sender shares the devices' CPU one priority above a daemon's cyclic
+    // thread (60), as in the cycle bench, so that a device's spin before its deadline cannot
+    // delay the baseline.
+    let bare = spawn_bare(
+        &devs,
+        period_us,
+        seconds,
+        if opts.pin.is_some() { 61 } else { 60 },
+    )?;
     // Pinned: a second bare sender on the controller's bridge shares the controller's CPUs,
     // the baseline of the controller's stalls as the first is of the devices'.
-    let _ctl_bare = match opts.pin {
-        None => None,
+    let (_ctl_bare, _load, _isolation) = match opts.pin {
+        None => (None, None, None),
         Some(cpu) => {
             let others = raw::other_cpus(cpu);
-            let b2 = spawn_bare_on(&ctl_ns, &br, period_us, seconds)?;
+            let b2 = spawn_bare_on(&ctl_ns, &br, period_us, seconds, 60)?;
             for pid in pids.iter().chain(bare.pid().as_ref()) {
                 raw::pin_process(*pid, &[cpu])?;
             }
@@ -266,7 +280,26 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
             println!(
                 "pinned: the devices and a bare sender to CPU {cpu}; the controller, the recorder and a second bare sender to CPUs {others:?}"
             );
-            Some(b2)
+            if opts.rps {
+                devs.steer_rx(&ctl_ns, &[cpu], &others)?;
+                println!(
+                    "receive steering: the devices' received frames on CPU {cpu}, the bridge's on CPUs {others:?}"
+                );
+            }
+            let isolation = opts.isolate.then(|| {
+                let keep: Vec<u32> = pids.iter().copied().chain(bare.pid()).collect();
+                let iso = raw::Isolation::start(cpu, &keep);
+                println!(
+                    "isolated: {} other threads moved off CPU {cpu} for the run",
+                    iso.moved()
+                );
+                iso
+            });
+            let load = (opts.load > 0).then(|| {
+                println!("{} busy threads on CPUs {others:?}", opts.load);
+                CpuLoad::start_on(opts.load, others.clone())
+            });
+            (Some(b2), load, isolation)
         }
     };
     nap(Duration::from_millis(500));
@@ -333,6 +366,9 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
         dhf,
         hires,
         pin: opts.pin,
+        rps: opts.rps,
+        load_threads: opts.load,
+        isolate: opts.isolate,
         total_gaps_over_3: per.iter().map(|s| s.gaps_over_3).sum(),
         worst,
         median_dev_p99_us: median,
@@ -518,17 +554,18 @@ fn start_controller(ns: &NetNs, br: &str, units: u16, prio: i32) -> Result<Contr
 }
 
 /// The bare sender beside the (first) device for the measurement and two seconds more.
-fn spawn_bare(devs: &Side, period_us: u64, seconds: u64) -> Result<ChildGuard, String> {
+fn spawn_bare(devs: &Side, period_us: u64, seconds: u64, fifo: i32) -> Result<ChildGuard, String> {
     let (bare_ns, bare_nic) = devs.bare_host();
-    spawn_bare_on(bare_ns, bare_nic, period_us, seconds)
+    spawn_bare_on(bare_ns, bare_nic, period_us, seconds, fifo)
 }
 
-/// A bare sender on `nic` of `ns`.
+/// A bare sender on `nic` of `ns` at SCHED_FIFO `fifo`.
 fn spawn_bare_on(
     ns: &NetNs,
     nic: &str,
     period_us: u64,
     seconds: u64,
+    fifo: i32,
 ) -> Result<ChildGuard, String> {
     let b = sibling_binary("pn-bare-sender")?;
     let c = ns
@@ -540,6 +577,8 @@ fn spawn_bare_on(
             &period_us.to_string(),
             "--duration-s",
             &(seconds + 2).to_string(),
+            "--fifo",
+            &fifo.to_string(),
         ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -761,6 +800,17 @@ fn print_result(r: &ScaleResult, streams: usize, bare_report: &str) {
             .map(|(k, (n, x))| format!("{k} {n} ({x} explained)"))
             .collect::<Vec<_>>()
             .join(", ")
+    );
+    let mut near: Vec<String> = r
+        .stall_events
+        .iter()
+        .filter(|e| !e.explained)
+        .map(|e| format!("{:?} {:.1}", e.cause, e.bare_max_gap_ns as f64 / 1e6))
+        .collect();
+    near.truncate(40);
+    println!(
+        "unexplained stall events: the stalled side's bare sender's longest gap near each (ms): [{}]",
+        near.join(", ")
     );
     println!(
         "farm slow passes logged (I/O loop 1 ms or more late, at most one line per 100 ms): {}",

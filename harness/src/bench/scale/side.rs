@@ -6,6 +6,7 @@
 //! and times).
 
 use super::parse_rfc3339_ns;
+use crate::bench::raw;
 use crate::bench::rig::{config_xml, sibling_binary, ChildGuard};
 use crate::lab::{device_binary, write_licence, Licence, API};
 use pn_testkit::netns::{NetNs, Veth};
@@ -208,6 +209,21 @@ impl Side {
                 }
                 super::nap(Duration::from_millis(50));
             }
+        }
+        Ok(())
+    }
+
+    /// Receive packet steering on every device veth: frames the devices receive are processed
+    /// on `dev_cpus`, frames the bridge receives from them on `ctl_cpus`.
+    pub fn steer_rx(
+        &self,
+        ctl_ns: &NetNs,
+        dev_cpus: &[usize],
+        ctl_cpus: &[usize],
+    ) -> Result<(), String> {
+        for h in self.hosts() {
+            raw::set_rps(&h.ns, &h.nic, dev_cpus)?;
+            raw::set_rps(ctl_ns, &h._veth.a, ctl_cpus)?;
         }
         Ok(())
     }

@@ -13,6 +13,17 @@ pub(super) fn bare_gap_near(bare: &[u64], t: u64, min_gap_ns: u64, window_ns: u6
         .any(|w| w[1] - w[0] >= min_gap_ns && w[1] + window_ns >= t && w[0] <= t + 10_000_000)
 }
 
+/// The longest gap of the (sorted) bare stream `bare` that ends within `window_ns` before
+/// `t` (or covers `t`), 0 when none: how long the machine held the bare sender near a stall
+/// that `bare_gap_near` does not count (a gap shorter than the data-hold time).
+pub(super) fn longest_bare_gap_near(bare: &[u64], t: u64, window_ns: u64) -> u64 {
+    bare.windows(2)
+        .filter(|w| w[1] + window_ns >= t && w[0] <= t + 10_000_000)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or(0)
+}
+
 /// How far before a trip (as the bench sees it) the silence that caused it may have begun:
 /// the data-hold time plus the delay of the trip's report (the controller's event, the
 /// device's log line up to ~12 ms late), with margin.
@@ -122,6 +133,9 @@ pub struct StallEvent {
     pub cause: StallCause,
     /// The bare sender on the stalled side's CPU had a gap of the data-hold time then.
     pub explained: bool,
+    /// That bare sender's longest gap in the same window (ns): near the data-hold time, the
+    /// machine held it too, if a little less long.
+    pub bare_max_gap_ns: u64,
 }
 
 /// The earliest silence of at least `min_ns` in `silences` (sorted) that began within
@@ -186,6 +200,7 @@ pub(super) fn stall_events(
                 controller_expiries: g.iter().filter(|x| !x.1).count(),
                 cause,
                 explained: bare_gap_near(bare, t0, dhf_ns, EXPLAIN_WINDOW_NS),
+                bare_max_gap_ns: longest_bare_gap_near(bare, t0, EXPLAIN_WINDOW_NS),
             }
         })
         .collect()

@@ -156,6 +156,14 @@ fn stall_events_go_to_the_side_that_stopped_first() {
         ms,
         3 * ms,
     );
+    // The devices' bare sender's 6 ms gap is the longest near the first event; the
+    // controller's bare sender never paused (1 ms between frames).
+    assert_eq!(
+        ev.iter()
+            .map(|e| e.bare_max_gap_ns / ms)
+            .collect::<Vec<_>>(),
+        vec![6, 1, 1]
+    );
     let got: Vec<(u64, usize, usize, StallCause, bool)> = ev
         .iter()
         .map(|e| {
