@@ -77,6 +77,17 @@ pub struct Out {
 /// sends its own client calls (ApplicationReady) to the controller's MAC.
 pub type Neighbours = HashMap<Ipv4Addr, [u8; 6]>;
 
+/// Whether the frames received up to a timer's run have been read. The loop sends before it
+/// reads after a late wake-up; the data-hold check of that provider slot is then skipped,
+/// because its evidence (the controller's frames of the hold) is still in the socket: checked
+/// then, a hold longer than the data-hold time plus the stall guard would trip a watchdog
+/// on frames that did arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backlog {
+    Read,
+    Unread,
+}
+
 /// One emulated device.
 pub struct FarmDevice {
     pub shared: Arc<DevShared>,
@@ -451,16 +462,23 @@ impl FarmDevice {
     // ------------------------------------------------------------------ timers
 
     /// Run what is due at `now`; a provider slot up to `horizon` counts as due (the loop
-    /// sends the providers of one wake-up in one batch). Returns whether the provider frame
-    /// is to be sent.
-    pub fn on_timer(&mut self, now: Instant, horizon: u64, out: &mut Out, n: &Neighbours) -> bool {
+    /// sends the providers of one wake-up in one batch). `backlog`: whether the frames
+    /// received up to now have been read. Returns whether the provider frame is to be sent.
+    pub fn on_timer(
+        &mut self,
+        now: Instant,
+        horizon: u64,
+        backlog: Backlog,
+        out: &mut Out,
+        n: &Neighbours,
+    ) -> bool {
         let mut send = false;
         let due = self
             .provider
             .as_ref()
             .is_some_and(|p| p.next_ns() <= horizon);
         if due {
-            send = self.provider_slot(now, out, n);
+            send = self.provider_slot(now, backlog, out, n);
         }
         if self.cm.poll_timeout().is_some_and(|t| t <= now) {
             self.cm.handle_timeout(now);

@@ -29,7 +29,7 @@ use pn_protocol::wire::ip::{UdpFrame, PNIO_CM_PORT};
 use pn_protocol::wire::rta::{FRAME_ID_ALARM_HIGH, FRAME_ID_ALARM_LOW};
 use pn_protocol::wire::{llmnr, snmp};
 
-use crate::device::{peer, FarmDevice, Neighbours, Out};
+use crate::device::{peer, Backlog, FarmDevice, Neighbours, Out};
 use crate::status::{Command, FarmShared, IoCounters};
 
 /// Frames read per wake-up before the timers run (bounds the timers' delay under a flood).
@@ -38,6 +38,10 @@ pub const RX_BATCH: usize = 256;
 pub const RX_CALL: usize = 64;
 /// Providers due this close after the earliest deadline are sent in the same batch.
 pub const BATCH_NS: u64 = 50_000;
+/// A wake-up this late after the first deadline sends what is due before reading frames.
+/// An on-time wake-up is within a few µs of it; one that read frames first stays well under
+/// this (a cycle's frames of 64 devices take about 0.1 ms).
+pub const SEND_FIRST_LATE_NS: u64 = 200_000;
 /// Longest sleep (commands and the stop flag are looked at this often).
 const MAX_SLEEP_NS: u64 = 10_000_000;
 
@@ -334,6 +338,35 @@ impl Loop {
     }
 
     /// Send what the pass produced; returns the time spent in `sendmmsg` (ns).
+    /// Runs every device whose deadline is due (providers due within [`BATCH_NS`] count as
+    /// due); returns the first due deadline and when it was handled, if any was due.
+    fn run_due(&mut self, due: &mut Vec<usize>, backlog: Backlog) -> Option<(u64, u64)> {
+        let now = Instant(mono_ns());
+        let horizon = now.0 + BATCH_NS;
+        due.clear();
+        let first_due = self.timers.first().map(|&(t, _)| t)?;
+        if first_due > horizon {
+            return None;
+        }
+        while let Some(&(t, i)) = self.timers.first() {
+            if t > horizon {
+                break;
+            }
+            self.timers.pop_first();
+            self.devs[i].armed = None;
+            due.push(i);
+        }
+        for &i in due.iter() {
+            if self.devs[i].on_timer(now, horizon, backlog, &mut self.out, &self.neigh) {
+                self.out.rt.push(i);
+            }
+        }
+        for &i in due.iter() {
+            self.reschedule(i);
+        }
+        Some((first_due, now.0))
+    }
+
     fn flush(&mut self, fd: RawFd, io: &IoCounters) -> u64 {
         let ctl = std::mem::take(&mut self.out.ctl);
         let rt = std::mem::take(&mut self.out.rt);
@@ -358,6 +391,12 @@ impl Loop {
         self.out.rt.clear();
         spent
     }
+}
+
+/// Whether a pass that woke at `woke` sends what is due before it reads the frames queued
+/// meanwhile: when it woke [`SEND_FIRST_LATE_NS`] or more after its first deadline.
+fn sends_first(first_deadline: Option<u64>, woke: u64) -> bool {
+    first_deadline.is_some_and(|t| woke >= t.saturating_add(SEND_FIRST_LATE_NS))
 }
 
 /// Run the loop until `farm.stop`; then end every AR (ERR-RTA "device deactivated").
@@ -400,6 +439,17 @@ pub fn run(
             .map_or(now.0 + MAX_SLEEP_NS, |&(t, _)| t.min(now.0 + MAX_SLEEP_NS));
         wait(fd, next);
         let woke = mono_ns();
+        // Woken late (this thread was held), what is due goes out before the receive backlog
+        // is read, as pn-device's cyclic thread sends while its receive thread reads: reading
+        // the frames that queued up during the hold would add their time to every device's
+        // silence on the wire. The data-hold check of a slot run before the read waits for
+        // the next slot (`Backlog::Unread`): its evidence is in the backlog.
+        let late_first = sends_first(l.timers.first().map(|&(t, _)| t), woke);
+        let (mut handled, mut send_ns) = (None, 0);
+        if late_first {
+            handled = l.run_due(&mut due, Backlog::Unread);
+            send_ns += l.flush(fd, &farm.io);
+        }
         // Up to RX_BATCH frames, RX_CALL per system call (recvmmsg), then the timers.
         let mut taken = 0;
         while taken < RX_BATCH {
@@ -425,31 +475,13 @@ pub fn run(
                 }
             }
         }
-        let now = Instant(mono_ns());
-        let horizon = now.0 + BATCH_NS;
-        due.clear();
-        let first_due = l.timers.first().map(|&(t, _)| t);
-        while let Some(&(t, i)) = l.timers.first() {
-            if t > horizon {
-                break;
-            }
-            l.timers.pop_first();
-            l.devs[i].armed = None;
-            due.push(i);
-        }
-        for &i in &due {
-            if l.devs[i].on_timer(now, horizon, &mut l.out, &l.neigh) {
-                l.out.rt.push(i);
-            }
-        }
-        for &i in &due {
-            l.reschedule(i);
-        }
-        let send_ns = l.flush(fd, &farm.io);
+        let after_rx = l.run_due(&mut due, Backlog::Read);
+        handled = handled.or(after_rx);
+        send_ns += l.flush(fd, &farm.io);
         // How late the first due timer was handled (waking late, or reading frames past
         // it) and how long the pass took from its wake-up.
         let end = mono_ns();
-        let late = first_due.map_or(0, |t| now.0.saturating_sub(t));
+        let late = handled.map_or(0, |(due_at, at)| at.saturating_sub(due_at));
         farm.io
             .record_pass(end, late, end.saturating_sub(woke), send_ns);
     }
@@ -463,6 +495,22 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_late_wake_up_sends_before_reading() {
+        let ms = 1_000_000;
+        // On time, a little late, or woken by a frame before the deadline: read first.
+        assert!(!sends_first(Some(10 * ms), 10 * ms + 5_000));
+        assert!(!sends_first(
+            Some(10 * ms),
+            10 * ms + SEND_FIRST_LATE_NS - 1
+        ));
+        assert!(!sends_first(Some(10 * ms), 9 * ms));
+        assert!(!sends_first(None, 10 * ms));
+        // Held for 2 ms: what is due goes out first.
+        assert!(sends_first(Some(10 * ms), 12 * ms));
+        assert!(!sends_first(Some(u64::MAX), 12 * ms));
+    }
 
     #[test]
     fn refused_frames_are_counted_with_the_kernels_error() {

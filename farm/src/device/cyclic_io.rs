@@ -14,7 +14,7 @@ use pn_protocol::time::{Duration as PnDuration, Instant};
 use pn_protocol::wire::rt::{ApduStatus, DataStatus};
 use pn_protocol::wire::rta::abort_reason;
 
-use super::{FarmDevice, Neighbours, Out};
+use super::{Backlog, FarmDevice, Neighbours, Out};
 
 /// The provider of the current IO AR: its frame, its schedule and the last output data read.
 pub(super) struct Provider {
@@ -81,8 +81,16 @@ impl FarmDevice {
     }
 
     /// One provider slot: what pn-device's real-time thread does per cycle (missed slots
-    /// skipped and counted in the CycleCounter, the data-hold check, then the frame).
-    pub(super) fn provider_slot(&mut self, now: Instant, out: &mut Out, n: &Neighbours) -> bool {
+    /// skipped and counted in the CycleCounter, the data-hold check, then the frame). With
+    /// the receive backlog unread the data-hold check waits for the next slot ([`Backlog`]):
+    /// a slot not checked does not count as an interval without a frame.
+    pub(super) fn provider_slot(
+        &mut self,
+        now: Instant,
+        backlog: Backlog,
+        out: &mut Out,
+        n: &Neighbours,
+    ) -> bool {
         let Some(p) = self.provider.as_mut() else {
             return false;
         };
@@ -99,7 +107,9 @@ impl FarmDevice {
         }
         // Data-hold supervision (the daemon's rule, once per executed provider cycle).
         let dht = self.cyc.dht_ns.load(Ordering::Acquire);
-        if dht != 0 {
+        if dht != 0 && backlog == Backlog::Unread {
+            // Checked at the next slot, with the backlog read.
+        } else if dht != 0 {
             let frames = self.cyc.consumer_frames.load(Ordering::Acquire);
             let wd = self
                 .watchdog
