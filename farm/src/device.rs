@@ -78,10 +78,10 @@ pub struct Out {
 pub type Neighbours = HashMap<Ipv4Addr, [u8; 6]>;
 
 /// Whether the frames received up to a timer's run have been read. The loop sends before it
-/// reads after a late wake-up; the data-hold check of that provider slot is then skipped,
-/// because its evidence (the controller's frames of the hold) is still in the socket: checked
-/// then, a hold longer than the data-hold time plus the stall guard would trip a watchdog
-/// on frames that did arrive.
+/// reads after a late wake-up: only the provider slots run then, and without their data-hold
+/// check, because its evidence (the controller's frames of the hold) is still in the socket:
+/// checked then, a hold longer than the data-hold time plus the stall guard would trip a
+/// watchdog on frames that did arrive. The other timers run after the read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backlog {
     Read,
@@ -479,6 +479,11 @@ impl FarmDevice {
             .is_some_and(|p| p.next_ns() <= horizon);
         if due {
             send = self.provider_slot(now, backlog, out, n);
+        }
+        if backlog == Backlog::Unread {
+            // Only the provider goes before the read: a CM, DCP, LLDP or alarm timeout may be
+            // answered by a frame in the backlog. They stay due and run after it.
+            return send && self.provider.is_some();
         }
         if self.cm.poll_timeout().is_some_and(|t| t <= now) {
             self.cm.handle_timeout(now);

@@ -337,7 +337,6 @@ impl Loop {
         self.reschedule(i);
     }
 
-    /// Send what the pass produced; returns the time spent in `sendmmsg` (ns).
     /// Runs every device whose deadline is due (providers due within [`BATCH_NS`] count as
     /// due); returns the first due deadline and when it was handled, if any was due.
     fn run_due(&mut self, due: &mut Vec<usize>, backlog: Backlog) -> Option<(u64, u64)> {
@@ -367,6 +366,7 @@ impl Loop {
         Some((first_due, now.0))
     }
 
+    /// Send what the pass produced; returns the time spent in `sendmmsg` (ns).
     fn flush(&mut self, fd: RawFd, io: &IoCounters) -> u64 {
         let ctl = std::mem::take(&mut self.out.ctl);
         let rt = std::mem::take(&mut self.out.rt);
