@@ -243,7 +243,7 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
     rig.set_hires(case.hires)?;
     let loadavg_before = raw::loadavg1();
     let others = case.pin.map(raw::other_cpus).unwrap_or_default();
-    let _load = (case.load_threads > 0).then(|| CpuLoad::start_on(case.load_threads, others));
+    let _load = (case.load_threads > 0).then(|| CpuLoad::start_on(case.load_threads, others.clone()));
     let wrk = if case.http_conns > 0 {
         Some(rig.wrk(
             "http://127.0.0.1:18840/api/status",
@@ -263,6 +263,11 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
                 raw::pin_process(pid, &[cpu])?;
             }
             raw::pin_process(rig.dev_pid, &[cpu])?;
+            // p-net (`--pnet`) on the other CPUs: a CPU for each device, so that neither
+            // measures the other's preemption (p-net runs at SCHED_FIFO 70, above the device).
+            if let (Some(p), true) = (&rig.pnet, pnet_ar.is_some()) {
+                raw::pin_process(p.pid, &others)?;
+            }
             b
         }
     };

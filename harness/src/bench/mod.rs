@@ -119,7 +119,8 @@ pub struct CycleArgs {
     pub dhf: u16,
     /// Pin the device (every thread) and the bare sender to this CPU and the load threads to
     /// the other CPUs, so the device and its baseline share one CPU's conditions (the bare
-    /// sender then runs one SCHED_FIFO priority above the device's cyclic thread).
+    /// sender then runs one SCHED_FIFO priority above the device's cyclic thread). With
+    /// --pnet, p-net goes to the other CPUs too: a CPU for each device.
     #[arg(long)]
     pub pin: Option<usize>,
     #[command(flatten)]
