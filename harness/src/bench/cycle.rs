@@ -243,7 +243,8 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
     rig.set_hires(case.hires)?;
     let loadavg_before = raw::loadavg1();
     let others = case.pin.map(raw::other_cpus).unwrap_or_default();
-    let _load = (case.load_threads > 0).then(|| CpuLoad::start_on(case.load_threads, others.clone()));
+    let _load =
+        (case.load_threads > 0).then(|| CpuLoad::start_on(case.load_threads, others.clone()));
     let wrk = if case.http_conns > 0 {
         Some(rig.wrk(
             "http://127.0.0.1:18840/api/status",
