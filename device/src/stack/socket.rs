@@ -62,7 +62,9 @@ use std::time::Duration;
 use crate::dataplane::{valid_nic_name, ProbeError};
 
 mod batch;
+mod ring;
 pub use batch::RecvBatch;
+pub use ring::{RxRing, SLOT_LEN};
 
 /// `ETH_P_ALL`.
 const ETH_P_ALL: u16 = 0x0003;
@@ -347,6 +349,29 @@ impl PnSocket {
         nic: &str,
         filter: &[libc::sock_filter],
     ) -> Result<PnSocket, ProbeError> {
+        Self::open_inner(nic, filter, |_| Ok(())).map(|(s, ())| s)
+    }
+
+    /// [`PnSocket::open_with_filter`] with a receive ring of at least `slots` frames
+    /// ([`RxRing`]), set up before the socket is bound so that every frame it accepts is in
+    /// the ring.
+    pub fn open_with_ring(
+        nic: &str,
+        filter: &[libc::sock_filter],
+        slots: usize,
+    ) -> Result<(PnSocket, RxRing), ProbeError> {
+        Self::open_inner(nic, filter, |fd| {
+            RxRing::attach(fd, slots)
+                .map_err(|e| (errno(&e), format!("cannot set up the receive ring: {e}")))
+        })
+    }
+
+    /// Open, filter, run `before_bind` on the descriptor, bind.
+    fn open_inner<T>(
+        nic: &str,
+        filter: &[libc::sock_filter],
+        before_bind: impl FnOnce(RawFd) -> Result<T, (i32, String)>,
+    ) -> Result<(PnSocket, T), ProbeError> {
         let err = |os_error: i32, reason: String| ProbeError {
             nic: nic.to_string(),
             os_error,
@@ -404,6 +429,7 @@ impl PnSocket {
                 std::mem::size_of::<libc::c_int>() as libc::socklen_t,
             );
         }
+        let extra = before_bind(fd.as_raw_fd()).map_err(|(code, why)| err(code, why))?;
         // SAFETY: zeroed sockaddr_ll is valid; fields set below.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
@@ -427,13 +453,16 @@ impl PnSocket {
                 format!("cannot read the MAC address (SIOCGIFHWADDR): {e}"),
             )
         })?;
-        Ok(PnSocket {
-            fd,
-            nic: nic.to_string(),
-            ifindex,
-            mac,
-            kernel_ignores_outgoing,
-        })
+        Ok((
+            PnSocket {
+                fd,
+                nic: nic.to_string(),
+                ifindex,
+                mac,
+                kernel_ignores_outgoing,
+            },
+            extra,
+        ))
     }
 
     /// NIC name.

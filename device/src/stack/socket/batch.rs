@@ -23,6 +23,10 @@ pub struct RecvBatch {
     n: usize,
 }
 
+// SAFETY: the raw pointers in the headers point into the batch's own heap blocks (`bufs`,
+// `iov`, `from`), which move with it; nothing else holds them, so the batch may change threads.
+unsafe impl Send for RecvBatch {}
+
 impl RecvBatch {
     pub fn new(capacity: usize, frame_len: usize) -> RecvBatch {
         let cap = capacity.clamp(1, 1024);
