@@ -85,6 +85,7 @@ fn main() {
                     http: None,
                     realtime: true,
                     state_dir: None,
+                    rx: Default::default(),
                 },
             )
         })

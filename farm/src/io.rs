@@ -21,7 +21,7 @@ use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
 use pn_device::stack::cyclic::mono_ns;
-use pn_device::stack::socket::{PnSocket, RecvBatch};
+use pn_device::stack::socket::{PnSocket, RecvBatch, RxRing};
 use pn_protocol::time::Instant;
 use pn_protocol::wire::arp::ArpRepr;
 use pn_protocol::wire::ethernet::{ethertype, EthernetRepr, MacAddr};
@@ -42,6 +42,8 @@ pub const BATCH_NS: u64 = 50_000;
 /// An on-time wake-up is within a few µs of it; one that read frames first stays well under
 /// this (a cycle's frames of 64 devices take about 0.1 ms).
 pub const SEND_FIRST_LATE_NS: u64 = 200_000;
+/// How often the loop adds up the kernel's receive drops (`PACKET_STATISTICS`).
+const STATS_EVERY_NS: u64 = 100_000_000;
 /// Longest sleep (commands and the stop flag are looked at this often).
 const MAX_SLEEP_NS: u64 = 10_000_000;
 
@@ -88,11 +90,79 @@ pub const FILTER: [libc::sock_filter; 12] = [
     stmt(0x06, 0x40000),
 ];
 
+/// How the farm reads its frames.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum RxMode {
+    /// A receive ring shared with the kernel (`PACKET_RX_RING`): frames read in place, no
+    /// system call while frames are queued.
+    #[default]
+    Ring,
+    /// `recvmmsg(2)`, [`RX_CALL`] frames per call, copied out of the kernel.
+    Mmsg,
+}
+
+/// Ring slots for `devices` devices: 16 frames each (16 cycles of a device's cyclic frame and
+/// its share of DCP and alarms), at least 1024 and at most 16 384 (2-32 MiB).
+pub fn ring_slots(devices: usize) -> usize {
+    devices.saturating_mul(16).clamp(1024, 16_384)
+}
+
+/// The farm's receive side: a ring, or batches of `recvmmsg(2)`.
+pub enum Rx {
+    Ring(RxRing),
+    Mmsg(RecvBatch),
+}
+
+impl Rx {
+    /// Read up to about `max` queued frames (never waits) and hand each to `f`; returns how
+    /// many were read, or the kernel's error of a `recvmmsg(2)`.
+    fn read(
+        &mut self,
+        sock: &PnSocket,
+        max: usize,
+        mut f: impl FnMut(&[u8]),
+    ) -> std::io::Result<usize> {
+        match self {
+            Rx::Ring(r) => Ok(r.read(max, f)),
+            Rx::Mmsg(b) => {
+                let mut taken = 0;
+                while taken < max {
+                    let n = b.recv(sock)?;
+                    taken += n;
+                    b.frames().for_each(&mut f);
+                    if n < b.capacity() {
+                        // The queue is drained (own frames left out can make a full read
+                        // look short: the next wake-up reads what is left).
+                        break;
+                    }
+                }
+                Ok(taken)
+            }
+        }
+    }
+}
+
 /// Open the farm's socket on `nic`, promiscuous: the devices' MACs are not the NIC's, and a
-/// real NIC drops unicast frames to other MACs unless told otherwise.
-pub fn open(nic: &str) -> Result<PnSocket, String> {
-    let sock = PnSocket::open_with_filter(nic, &FILTER)
-        .map_err(|e| format!("{nic}: {} (os error {})", e.reason, e.os_error))?;
+/// real NIC drops unicast frames to other MACs unless told otherwise. With [`RxMode::Ring`]
+/// and a kernel that refuses the ring, falls back to `recvmmsg(2)` and says so.
+pub fn open(nic: &str, mode: RxMode, devices: usize) -> Result<(PnSocket, Rx), String> {
+    let words = |e: pn_device::dataplane::ProbeError| {
+        format!("{nic}: {} (os error {})", e.reason, e.os_error)
+    };
+    let (sock, rx) = match mode {
+        RxMode::Ring => match PnSocket::open_with_ring(nic, &FILTER, ring_slots(devices)) {
+            Ok((s, r)) => (s, Rx::Ring(r)),
+            Err(e) => {
+                tracing::warn!("{}; reading with recvmmsg(2) instead", words(e));
+                let s = PnSocket::open_with_filter(nic, &FILTER).map_err(words)?;
+                (s, Rx::Mmsg(RecvBatch::new(RX_CALL, 2048)))
+            }
+        },
+        RxMode::Mmsg => {
+            let s = PnSocket::open_with_filter(nic, &FILTER).map_err(words)?;
+            (s, Rx::Mmsg(RecvBatch::new(RX_CALL, 2048)))
+        }
+    };
     // SAFETY: zeroed packet_mreq is valid; fields set below.
     let mut mr: libc::packet_mreq = unsafe { std::mem::zeroed() };
     mr.mr_ifindex = sock.ifindex() as i32;
@@ -113,7 +183,7 @@ pub fn open(nic: &str) -> Result<PnSocket, String> {
             std::io::Error::last_os_error()
         ));
     }
-    Ok(sock)
+    Ok((sock, rx))
 }
 
 /// Wait until `deadline_ns` (CLOCK_MONOTONIC) or a frame arrives.
@@ -322,6 +392,12 @@ impl Loop {
     fn on_command(&mut self, c: Command, now: Instant) {
         let i = match &c {
             Command::SetDiagnosis(i, _) | Command::RemoveDiagnosis(i, _) => *i,
+            #[cfg(feature = "test-hooks")]
+            Command::HoldIo(d) => {
+                // The fault itself: nothing of the loop runs meanwhile.
+                std::thread::sleep(*d);
+                return;
+            }
         };
         if i >= self.devs.len() {
             return;
@@ -333,6 +409,8 @@ impl Loop {
             Command::RemoveDiagnosis(_, d) => {
                 self.devs[i].remove_diagnosis(&d, now, &mut self.out, &self.neigh);
             }
+            #[cfg(feature = "test-hooks")]
+            Command::HoldIo(_) => {}
         }
         self.reschedule(i);
     }
@@ -402,6 +480,7 @@ fn sends_first(first_deadline: Option<u64>, woke: u64) -> bool {
 /// Run the loop until `farm.stop`; then end every AR (ERR-RTA "device deactivated").
 pub fn run(
     sock: PnSocket,
+    mut rx: Rx,
     devs: Vec<FarmDevice>,
     farm: Arc<FarmShared>,
     cmds: Receiver<Command>,
@@ -425,8 +504,11 @@ pub fn run(
     for i in 0..l.devs.len() {
         l.reschedule(i);
     }
-    let mut rx = RecvBatch::new(RX_CALL, 2048);
     let mut due: Vec<usize> = Vec::new();
+    farm.io
+        .rx_ring
+        .store(matches!(rx, Rx::Ring(_)), Ordering::Relaxed);
+    let mut next_stats = 0;
     while !farm.stop.load(Ordering::Acquire) {
         let now = Instant(mono_ns());
         while let Ok(c) = cmds.try_recv() {
@@ -450,30 +532,12 @@ pub fn run(
             handled = l.run_due(&mut due, Backlog::Unread);
             send_ns += l.flush(fd, &farm.io);
         }
-        // Up to RX_BATCH frames, RX_CALL per system call (recvmmsg), then the timers.
-        let mut taken = 0;
-        while taken < RX_BATCH {
-            match rx.recv(&sock) {
-                Ok(n) if n > 0 => {
-                    taken += n;
-                    let now = Instant(mono_ns());
-                    for f in rx.frames() {
-                        l.on_frame(f, now);
-                    }
-                    if n < rx.capacity() {
-                        // The queue is drained (own frames left out can make a full read
-                        // look short: the next wake-up reads what is left).
-                        break;
-                    }
-                }
-                Ok(_) => break,
-                // Not the end of the farm (a link going down reports ENETDOWN once): count
-                // it, say it, read again at the next wake-up.
-                Err(e) => {
-                    farm.io.record_error("receive", &e);
-                    break;
-                }
-            }
+        // Up to RX_BATCH frames (from the ring, or RX_CALL per recvmmsg), then the timers.
+        let now = Instant(mono_ns());
+        if let Err(e) = rx.read(&sock, RX_BATCH, |f| l.on_frame(f, now)) {
+            // Not the end of the farm (a link going down reports ENETDOWN once): count it,
+            // say it, read again at the next wake-up.
+            farm.io.record_error("receive", &e);
         }
         let after_rx = l.run_due(&mut due, Backlog::Read);
         handled = handled.or(after_rx);
@@ -484,6 +548,13 @@ pub fn run(
         let late = handled.map_or(0, |(due_at, at)| at.saturating_sub(due_at));
         farm.io
             .record_pass(end, late, end.saturating_sub(woke), send_ns);
+        if end >= next_stats {
+            // The kernel's drop count (the ring or queue full) since the previous read.
+            if let Ok(st) = sock.statistics() {
+                farm.io.rx_dropped.fetch_add(st.drops, Ordering::Relaxed);
+            }
+            next_stats = end + STATS_EVERY_NS;
+        }
     }
     let now = Instant(mono_ns());
     for d in &mut l.devs {
@@ -495,6 +566,14 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ring_holds_sixteen_frames_per_device_within_bounds() {
+        assert_eq!(ring_slots(0), 1024);
+        assert_eq!(ring_slots(64), 1024);
+        assert_eq!(ring_slots(256), 4096);
+        assert_eq!(ring_slots(usize::MAX), 16_384);
+    }
 
     #[test]
     fn only_a_late_wake_up_sends_before_reading() {

@@ -37,6 +37,8 @@ pub struct FarmOptions {
     /// Remanent data of the devices, one file per device (`None`: kept for the farm's
     /// lifetime only).
     pub state_dir: Option<std::path::PathBuf>,
+    /// How the I/O loop reads frames (a receive ring unless told otherwise).
+    pub rx: io::RxMode,
 }
 
 /// A running farm. Dropping it stops it (every AR ended with ERR-RTA).
@@ -55,7 +57,7 @@ impl Farm {
             std::fs::create_dir_all(d)
                 .map_err(|e| format!("state directory {}: {e}", d.display()))?;
         }
-        let sock = io::open(nic)?;
+        let (sock, rx_side) = io::open(nic, opts.rx, specs.len())?;
         let now = Instant(pn_device::stack::cyclic::mono_ns());
         let boot = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -84,7 +86,7 @@ impl Farm {
         threads.push(
             std::thread::Builder::new()
                 .name("farm-io".into())
-                .spawn(move || io::run(sock, devs, s2, rx, realtime))
+                .spawn(move || io::run(sock, rx_side, devs, s2, rx, realtime))
                 .map_err(|e| format!("farm-io thread: {e}"))?,
         );
         if let Some(l) = listener {
@@ -124,6 +126,13 @@ impl Farm {
 
     pub fn device(&self, i: usize) -> Option<DeviceView> {
         self.shared.devices.get(i).map(|d| d.view(i))
+    }
+
+    /// Test hook: hold the I/O loop for `d`, as a machine that takes its CPU would; false
+    /// when the farm has stopped.
+    #[cfg(feature = "test-hooks")]
+    pub fn hold_io(&self, d: std::time::Duration) -> bool {
+        self.shared.send(Command::HoldIo(d))
     }
 
     /// Set PROFINET input data (device -> controller) of device `i` at `offset`.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use pn_device_formats::config::RuntimeConfig;
+use pn_farm::io::RxMode;
 use pn_farm::plant::{self, Numbering, PlantFile};
 use pn_farm::{Farm, FarmOptions};
 
@@ -51,6 +52,11 @@ struct Cli {
     /// Do not try SCHED_FIFO for the I/O loop.
     #[arg(long)]
     no_realtime: bool,
+    /// How the I/O loop reads frames: `ring`, a receive ring shared with the kernel
+    /// (PACKET_RX_RING, no system call per frame; falls back to mmsg if the kernel refuses
+    /// it), or `mmsg`, recvmmsg(2) batches.
+    #[arg(long, value_enum, default_value_t = RxMode::Ring)]
+    rx: RxMode,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -116,6 +122,7 @@ fn main() {
         http: Some(cli.http),
         realtime: !cli.no_realtime,
         state_dir: cli.state_dir.clone(),
+        rx: cli.rx,
     };
     // The stop signals are taken over before the farm starts: a SIGTERM that comes as soon as
     // the status view answers must stop the farm cleanly (every AR ended with its ERR-RTA),

@@ -233,6 +233,9 @@ pub struct LldpView {
 pub enum Command {
     SetDiagnosis(usize, DiagnosisEntry),
     RemoveDiagnosis(usize, DiagnosisEntry),
+    /// Test hook: the I/O loop stops for this long (as when the machine holds its CPU).
+    #[cfg(feature = "test-hooks")]
+    HoldIo(std::time::Duration),
 }
 
 /// What the view and the library share with the I/O loop.
@@ -250,6 +253,11 @@ pub struct FarmShared {
 #[derive(Default)]
 pub struct IoCounters {
     pub rx_errors: AtomicU64,
+    /// Frames the kernel dropped because the receive ring (or queue) was full
+    /// (`PACKET_STATISTICS`, added up by the I/O loop).
+    pub rx_dropped: AtomicU64,
+    /// The I/O loop reads a receive ring (else `recvmmsg(2)`).
+    pub rx_ring: std::sync::atomic::AtomicBool,
     /// Frames a `sendmmsg(2)` did not take.
     pub tx_unsent: AtomicU64,
     last_error: Mutex<String>,
@@ -321,6 +329,13 @@ impl IoCounters {
         FarmView {
             devices,
             rx_errors: self.rx_errors.load(Ordering::Relaxed),
+            rx_dropped: self.rx_dropped.load(Ordering::Relaxed),
+            rx: if self.rx_ring.load(Ordering::Relaxed) {
+                "ring"
+            } else {
+                "mmsg"
+            }
+            .into(),
             tx_unsent: self.tx_unsent.load(Ordering::Relaxed),
             slow_passes: self.slow_passes.load(Ordering::Relaxed),
             max_wake_late_us: self.max_wake_late_us.load(Ordering::Relaxed),
@@ -340,6 +355,14 @@ impl IoCounters {
 pub struct FarmView {
     pub devices: usize,
     pub rx_errors: u64,
+    /// Frames the kernel dropped, the receive ring or queue being full. Absent in the answer
+    /// of an older farm: 0.
+    #[serde(default)]
+    pub rx_dropped: u64,
+    /// How the I/O loop reads: "ring" (PACKET_RX_RING) or "mmsg" (recvmmsg). Absent in the
+    /// answer of an older farm: "".
+    #[serde(default)]
+    pub rx: String,
     pub tx_unsent: u64,
     /// Passes of the I/O loop that woke 1 ms or more late or took that long, and the worst
     /// lateness and duration (us). Absent in the answer of an older farm: 0.
@@ -575,9 +598,11 @@ fn html(v: &[DeviceView], farm: &FarmView) -> String {
          tr:nth-child(even){background:#eee}</style></head><body><h1>pn-farm</h1>",
     );
     h.push_str(&format!(
-        "<p>{} devices; socket: {} receive errors, {} frames not sent{}; I/O loop: {} slow passes (worst: woke {} µs late, a pass of {} µs)</p>",
+        "<p>{} devices; socket ({}): {} receive errors, {} frames dropped (receive side full), {} frames not sent{}; I/O loop: {} slow passes (worst: woke {} µs late, a pass of {} µs)</p>",
         v.len(),
+        esc(&farm.rx),
         farm.rx_errors,
+        farm.rx_dropped,
         farm.tx_unsent,
         if farm.last_io_error.is_empty() {
             String::new()
@@ -676,7 +701,7 @@ mod tests {
         assert_eq!((code, ctype), (200, "text/html; charset=utf-8"));
         assert!(page.contains("dev-2"));
         assert!(
-            page.contains("0 receive errors, 0 frames not sent; I/O loop: 0 slow passes"),
+            page.contains("socket (mmsg): 0 receive errors, 0 frames dropped (receive side full), 0 frames not sent; I/O loop: 0 slow passes"),
             "{page}"
         );
 

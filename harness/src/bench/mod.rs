@@ -172,6 +172,10 @@ pub struct ScaleArgs {
     /// each (--hires does not apply: the farm's I/O loop has its own timer).
     #[arg(long)]
     pub farm: bool,
+    /// With --farm: how the farm reads its frames (`pn-farm --rx`): `ring` (PACKET_RX_RING,
+    /// the farm's default) or `mmsg` (recvmmsg).
+    #[arg(long, value_enum, default_value_t = FarmRx::Ring, requires = "farm")]
+    pub farm_rx: FarmRx,
     /// Keep the devices' logs and configurations (the directory is printed) instead of
     /// removing them at the end.
     #[arg(long)]
@@ -220,6 +224,23 @@ pub struct ScaleArgs {
     pub isolate: bool,
     #[command(flatten)]
     pub out: JsonOut,
+}
+
+/// How the farm reads its frames (`pn-farm --rx`).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FarmRx {
+    Ring,
+    Mmsg,
+}
+
+impl FarmRx {
+    pub fn arg(self) -> &'static str {
+        match self {
+            FarmRx::Ring => "ring",
+            FarmRx::Mmsg => "mmsg",
+        }
+    }
 }
 
 /// On or off.

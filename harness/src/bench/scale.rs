@@ -151,8 +151,10 @@ pub struct ScaleResult {
     /// (1 for daemons, N for the farm).
     pub devices_rss_kb_max: u64,
     pub devices_per_process: usize,
-    /// Whether the devices were one `pn-farm` process (`--farm`).
+    /// Whether the devices were one `pn-farm` process (`--farm`), and how it read its
+    /// frames (`--farm-rx`).
     pub farm: bool,
+    pub farm_rx: Option<super::FarmRx>,
     pub recorder_drops: u64,
     pub loadavg_before: f64,
     pub setup_seconds: f64,
@@ -384,6 +386,7 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
         devices_rss_kb_max: rss_max,
         devices_per_process,
         farm: opts.farm,
+        farm_rx: opts.farm.then_some(opts.farm_rx),
         recorder_drops: rec.drops() - drops0,
         loadavg_before,
         setup_seconds,
@@ -481,7 +484,7 @@ fn lab(opts: &ScaleArgs, hires: bool) -> Result<(tempfile::TempDir, NetNs, Strin
     ctl_ns.exec_ok(&["ip", "link", "set", &br, "up"])?;
     ctl_ns.exec_ok(&["ip", "addr", "add", "10.77.0.1/16", "dev", &br])?;
     let devs = if opts.farm {
-        Side::farm(n, dir.path(), &ctl_ns, &br)?
+        Side::farm(n, dir.path(), &ctl_ns, &br, opts.farm_rx)?
     } else {
         Side::daemons(n, dir.path(), &ctl_ns, &br, hires)?
     };

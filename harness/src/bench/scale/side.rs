@@ -144,7 +144,13 @@ impl Side {
     }
 
     /// One `pn-farm` process with N numbered copies of the lab's device on one veth.
-    pub fn farm(n: usize, dir: &Path, ctl_ns: &NetNs, br: &str) -> Result<Side, String> {
+    pub fn farm(
+        n: usize,
+        dir: &Path,
+        ctl_ns: &NetNs,
+        br: &str,
+        rx: super::super::FarmRx,
+    ) -> Result<Side, String> {
         let bin = sibling_binary("pn-farm")?;
         let ns = NetNs::new("bsf")?;
         let v = Veth::new("bf", ctl_ns, &ns)?;
@@ -164,7 +170,7 @@ impl Side {
                 "--ip-base",
                 &base.to_string(),
             ])
-            .args(["--http", FARM_HTTP])
+            .args(["--http", FARM_HTTP, "--rx", rx.arg()])
             // Plain log lines: the trip times are read from them.
             .env("NO_COLOR", "1")
             .env("RUST_LOG", "info");
