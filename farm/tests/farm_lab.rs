@@ -19,8 +19,9 @@ use pn_controller::devconfig::DeviceConfig;
 use pn_controller::{ArConfig, ArState, Controller, ControllerConfig, RealtimeOptions};
 use pn_device::dataplane::DiagnosisEntry;
 use pn_device_formats::config::RuntimeConfig;
+use pn_farm::io::RxMode;
 use pn_farm::plant::{numbered, Numbering, DEFAULT_MAC_BASE};
-use pn_farm::status::DeviceView;
+use pn_farm::status::{DeviceView, FarmView};
 use pn_farm::{Farm, FarmOptions};
 use pn_protocol::wire::llmnr::{self, rtype, LlmnrRepr, Question, CLASS_IN};
 use pn_protocol::wire::pnio::im::ImRecord;
@@ -63,6 +64,7 @@ fn start_farm(
     prefix: &str,
     n: usize,
     http: bool,
+    rx: RxMode,
 ) -> Farm {
     let numbering = Numbering {
         count: n,
@@ -77,10 +79,28 @@ fn start_farm(
         http: http.then(|| "127.0.0.1:0".parse().unwrap()),
         realtime: true,
         state_dir: None,
+        rx,
     };
     ns.enter(move || Farm::start(&nic, &specs, opts))
         .unwrap()
         .expect("farm")
+}
+
+/// The controller on `nic` in `ns`: send clock 4 ms (factor 128), cyclic thread at
+/// SCHED_FIFO 40.
+fn start_controller(ns: &NetNs, nic: &str) -> Controller {
+    let ifname = nic.to_string();
+    ns.enter(move || {
+        let mut c = ControllerConfig::new(&ifname);
+        c.send_clock_factor = 128;
+        c.realtime = RealtimeOptions {
+            fifo_priority: Some(40),
+            lock_memory: false,
+        };
+        Controller::start(c)
+    })
+    .unwrap()
+    .expect("controller")
 }
 
 #[test]
@@ -92,20 +112,8 @@ fn controller_discovers_connects_exchanges_reads_alarms_and_releases_farm_device
         Veth::controller_device("pnf", Some(CTL_IP), None).expect("namespaces and veth pair");
     let text = xml();
     let cfg = RuntimeConfig::parse(&text, "test").unwrap();
-    let farm = start_farm(&dev_ns, &veth.b, &cfg, "farm-dev-", N, true);
-    let ifname = veth.a.clone();
-    let ctl = ctl_ns
-        .enter(move || {
-            let mut c = ControllerConfig::new(&ifname);
-            c.send_clock_factor = 128;
-            c.realtime = RealtimeOptions {
-                fifo_priority: Some(40),
-                lock_memory: false,
-            };
-            Controller::start(c)
-        })
-        .unwrap()
-        .expect("controller");
+    let farm = start_farm(&dev_ns, &veth.b, &cfg, "farm-dev-", N, true, RxMode::Ring);
+    let ctl = start_controller(&ctl_ns, &veth.a);
 
     // DCP Identify (all): every farm device answers with its own name, IP and identity.
     let found = ctl
@@ -217,6 +225,15 @@ fn controller_discovers_connects_exchanges_reads_alarms_and_releases_farm_device
         views[2].frames_sent > 0 && views[2].frames_received > 0,
         "{:?}",
         views[2]
+    );
+    // The farm reads from its receive ring, and the kernel dropped nothing.
+    let resp = http_get(&dev_ns, addr, "/api/farm");
+    let body = resp.split("\r\n\r\n").nth(1).unwrap_or_default();
+    let fv: FarmView = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {resp}"));
+    assert_eq!(
+        (fv.rx.as_str(), fv.rx_dropped, fv.rx_errors),
+        ("ring", 0, 0),
+        "{fv:?}"
     );
     let page = http_get(&dev_ns, addr, "/");
     assert!(
@@ -339,7 +356,8 @@ fn farm_devices_answer_snmp_and_llmnr_each_with_its_own_name() {
     let (ctl_ns, dev_ns, veth) =
         Veth::controller_device("pnsv", Some(CTL_IP), None).expect("namespaces and veth pair");
     let cfg = RuntimeConfig::parse(&xml(), "test").unwrap();
-    let farm = start_farm(&dev_ns, &veth.b, &cfg, "farm-svc-", 2, false);
+    // This test reads with recvmmsg(2), the other with the receive ring: both paths in the lab.
+    let farm = start_farm(&dev_ns, &veth.b, &cfg, "farm-svc-", 2, false, RxMode::Mmsg);
 
     for k in 0..2 {
         let a = ip(k).to_string();
@@ -447,5 +465,69 @@ fn farm_devices_answer_snmp_and_llmnr_each_with_its_own_name() {
     );
     assert!(v.iter().all(|d| d.snmp_answers >= 1), "{v:?}");
     farm.stop();
+    drop(veth);
+}
+
+/// A hold of the farm's I/O loop longer than the data-hold time plus the stall guard, while
+/// the controller goes on sending: after the hold the loop sends before it reads
+/// (decisions §33), and that first pass must not judge the data-hold timer on a backlog it
+/// has not read. The controller's own watchdog expires during the hold (the farm sent
+/// nothing) and it ends the AR with ERR-RTA, which waits in the backlog: the AR must end by
+/// that abort, not by a watchdog trip of the farm on frames that did arrive.
+#[test]
+fn a_held_io_loop_does_not_trip_on_the_frames_it_has_not_read_yet() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    let (ctl_ns, dev_ns, veth) =
+        Veth::controller_device("pnfh", Some(CTL_IP), None).expect("namespaces and veth pair");
+    let text = xml();
+    let cfg = RuntimeConfig::parse(&text, "test").unwrap();
+    let farm = start_farm(&dev_ns, &veth.b, &cfg, "farm-hold-", 1, false, RxMode::Ring);
+    let ctl = start_controller(&ctl_ns, &veth.a);
+    let mut m = DeviceConfig::parse(&text).unwrap().model;
+    m.station_name = "farm-hold-1".into();
+    let mut c = ArConfig::new(m);
+    c.device_ip = Some(BASE);
+    c.timing.reduction_ratio = 1;
+    // 4 ms x 3: a data-hold time of 12 ms on both sides.
+    c.timing.data_hold_factor = 3;
+    c.timing.watchdog_factor = 3;
+    let h = ctl.connect(c).expect("connect");
+    // In data exchange with frames both ways (the data-hold timer runs from the first).
+    assert!(pn_testkit::poll::until(Duration::from_secs(5), || {
+        let d = &farm.devices()[0];
+        d.state == "DataExchange" && d.frames_received >= 10 && d.frames_sent >= 10
+    }));
+    let before = farm.devices()[0].clone();
+    assert_eq!(before.watchdog_trips, 0);
+
+    // 250 ms: past 12 ms + the 100 ms stall guard, so a judgement before the read would trip.
+    assert!(farm.hold_io(Duration::from_millis(250)));
+    let ended = pn_testkit::poll::until(Duration::from_secs(5), || {
+        farm.devices()[0].state != "DataExchange"
+    });
+    let after = farm.devices()[0].clone();
+    assert!(ended, "{after:?}");
+    assert_eq!(
+        after.watchdog_trips, 0,
+        "the farm tripped on a backlog it had not read: {after:?}"
+    );
+    assert!(
+        after.frames_received > before.frames_received,
+        "the controller's frames of the hold were read: {before:?} / {after:?}"
+    );
+    // The controller ended it: its watchdog saw the farm's silence.
+    assert!(
+        pn_testkit::poll::until(Duration::from_secs(5), || matches!(
+            h.state(),
+            ArState::Aborted(_)
+        )),
+        "{:?}",
+        h.state()
+    );
+    assert!(h.status().watchdog_expiries >= 1, "{:?}", h.status());
+    drop(ctl);
+    drop(farm);
     drop(veth);
 }

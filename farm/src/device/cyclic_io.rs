@@ -107,9 +107,10 @@ impl FarmDevice {
         }
         // Data-hold supervision (the daemon's rule, once per executed provider cycle).
         let dht = self.cyc.dht_ns.load(Ordering::Acquire);
-        if dht != 0 && backlog == Backlog::Unread {
-            // Checked at the next slot, with the backlog read.
-        } else if dht != 0 {
+        if dht == 0 {
+            self.watchdog = None;
+        } else if backlog == Backlog::Read {
+            // With the backlog unread the check waits for the next slot (see above).
             let frames = self.cyc.consumer_frames.load(Ordering::Acquire);
             let wd = self
                 .watchdog
@@ -133,8 +134,6 @@ impl FarmDevice {
                 self.apply(now, out, n);
                 return false;
             }
-        } else {
-            self.watchdog = None;
         }
         let Some(p) = self.provider.as_mut() else {
             return false;
