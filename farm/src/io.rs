@@ -102,9 +102,10 @@ pub enum RxMode {
 }
 
 /// Ring slots for `devices` devices: 16 frames each (16 cycles of a device's cyclic frame and
-/// its share of DCP and alarms), at least 1024 and at most 16 384 (2-32 MiB).
+/// its share of DCP and alarms), at least 256 and at most 16 384 (0.5-32 MiB of 2 KiB slots):
+/// a small farm keeps well under 1 MB a device, a large one 32 KiB a device.
 pub fn ring_slots(devices: usize) -> usize {
-    devices.saturating_mul(16).clamp(1024, 16_384)
+    devices.saturating_mul(16).clamp(256, 16_384)
 }
 
 /// The farm's receive side: a ring, or batches of `recvmmsg(2)`.
@@ -569,7 +570,8 @@ mod tests {
 
     #[test]
     fn the_ring_holds_sixteen_frames_per_device_within_bounds() {
-        assert_eq!(ring_slots(0), 1024);
+        assert_eq!(ring_slots(0), 256);
+        assert_eq!(ring_slots(1), 256);
         assert_eq!(ring_slots(64), 1024);
         assert_eq!(ring_slots(256), 4096);
         assert_eq!(ring_slots(usize::MAX), 16_384);
