@@ -198,3 +198,14 @@ fn log_lines_with_their_times() {
     assert_eq!(got[0].0, 1_795_471_800_500_000_000);
     assert!(got[0].1.ends_with("count=1"));
 }
+
+#[test]
+fn trips_after_the_measurement_do_not_count() {
+    let (from, to) = (1_000_000_000u64, 2_000_000_000u64);
+    assert!(!in_window(from - 1, from, to));
+    assert!(in_window(from, from, to));
+    // A trip just before the end, logged a few ms after it (a daemon's log line).
+    assert!(in_window(to + 12_000_000, from, to));
+    // The bench's own wind-down, half a second later: not the measurement's.
+    assert!(!in_window(to + 500_000_000, from, to));
+}
