@@ -15,6 +15,13 @@ cargo fmt --all -- --check
 # leave, they keep theirs (decisions §31; CI times in docs/benchmarks.md). The .deb is
 # installed and run after the tests (ci/deb.sh with PN_DEB), as before. The lane is its own
 # session (setsid) so that an early exit of this script stops all of it.
+# Both lanes' cargo create directories in the workspace's target directory. In a fresh clone
+# it does not exist yet, and cargo creates a missing one through a temporary directory beside
+# it and a rename: two cargos doing that at once lost the fuzz build its directory (CI run 31,
+# "No such file or directory ... target/fuzzXXXXXX"). Create it before either starts.
+TARGET_DIR="$(cargo metadata --format-version 1 --no-deps \
+  | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+mkdir -p "$TARGET_DIR"
 LANE_DIR="$(mktemp -d -t pn-ci-lane.XXXXXX)"
 echo "== background lane started (fuzz smoke, .deb build; log: $LANE_DIR/log) [$(date -u +%T)]"
 setsid bash -c '
@@ -55,8 +62,7 @@ cargo build --workspace --bins $HOOKS
 # `cargo build -p pn-device` themselves (pn_testkit::daemon::device_bin): under nextest every
 # test is a process of its own, and in a fresh clone the first of those builds (its own feature
 # set) held every other test on cargo's lock for about 35 s.
-PN_DEVICE_BIN="$(cargo metadata --format-version 1 --no-deps \
-  | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/debug/pn-device"
+PN_DEVICE_BIN="$TARGET_DIR/debug/pn-device"
 export PN_DEVICE_BIN
 [ -x "$PN_DEVICE_BIN" ] || { echo "no daemon binary at $PN_DEVICE_BIN"; exit 1; }
 
