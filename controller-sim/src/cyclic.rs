@@ -182,6 +182,18 @@ impl ArInner {
         {
             return false;
         }
+        // `Faults::stop_outputs` stands for a controller that is gone: it neither supervises
+        // nor aborts, so the device's own data-hold watchdog is what ends the AR (a device
+        // stalled under load would otherwise let this side's watchdog end it first).
+        // Never wait for the API here: while it holds the faults, judge at the next check.
+        let skip = match self.faults.try_lock() {
+            Ok(f) => f.stop_outputs,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().stop_outputs,
+            Err(std::sync::TryLockError::WouldBlock) => true,
+        };
+        if skip {
+            return false;
+        }
         let mut io = self.io.lock().unwrap_or_else(|p| p.into_inner());
         matches!(
             io.consumer.as_mut().and_then(|c| c.poll(now)),

@@ -30,7 +30,9 @@ pub enum AlarmAckFault {
 /// Faults applied by the cyclic provider and the acyclic paths of one AR.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct Faults {
-    /// Stop sending output frames (the device's data-hold watchdog must trip).
+    /// Stop sending output frames (the device's data-hold watchdog must trip). The controller
+    /// then acts as gone: its own consumer watchdog is not judged meanwhile, so it does not end
+    /// the AR first.
     pub stop_outputs: bool,
     /// DataStatus ProviderState = STOP.
     pub provider_stop: bool,
