@@ -153,9 +153,11 @@ pub fn open(nic: &str, mode: RxMode, devices: usize) -> Result<(PnSocket, Rx), S
     let (sock, rx) = match mode {
         RxMode::Ring => match PnSocket::open_with_ring(nic, &FILTER, ring_slots(devices)) {
             Ok((s, r)) => (s, Rx::Ring(r)),
-            Err(e) => {
-                tracing::warn!("{}; reading with recvmmsg(2) instead", words(e));
+            Err(ring_err) => {
+                // Without the ring: if that fails too, the NIC is the problem and its error is
+                // the one to report; only a socket that works without the ring falls back.
                 let s = PnSocket::open_with_filter(nic, &FILTER).map_err(words)?;
+                tracing::warn!("{}; reading with recvmmsg(2) instead", words(ring_err));
                 (s, Rx::Mmsg(RecvBatch::new(RX_CALL, 2048)))
             }
         },
@@ -552,7 +554,7 @@ pub fn run(
         if end >= next_stats {
             // The kernel's drop count (the ring or queue full) since the previous read.
             if let Ok(st) = sock.statistics() {
-                farm.io.rx_dropped.fetch_add(st.drops, Ordering::Relaxed);
+                farm.io.record_drops(st.drops);
             }
             next_stats = end + STATS_EVERY_NS;
         }

@@ -319,6 +319,24 @@ impl IoCounters {
         }
     }
 
+    /// Add `n` frames the kernel dropped on receive (the ring or queue was full); logged as a
+    /// warning when the total passes a power of two, so a persistent overload cannot flood
+    /// the log but is never silent.
+    pub fn record_drops(&self, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let before = self.rx_dropped.fetch_add(n, Ordering::Relaxed);
+        let total = before + n;
+        if before == 0 || before.ilog2() != total.ilog2() {
+            tracing::warn!(
+                dropped = n,
+                total,
+                "farm socket: receive ring full, the kernel dropped frames (the I/O loop was held for many cycles)"
+            );
+        }
+    }
+
     /// Add `n` frames `sendmmsg` did not take (the error, if the kernel gave one, is
     /// recorded by [`IoCounters::record_error`]).
     pub fn add_unsent(&self, n: u64) {
@@ -752,6 +770,22 @@ mod tests {
         assert!(v.last_io_error.starts_with("send: "), "{}", v.last_io_error);
         assert!(v.last_io_error.contains("buffer"), "{}", v.last_io_error);
         assert!(body.contains("\"lastIoError\""), "{body}");
+    }
+
+    #[test]
+    fn receive_drops_are_added_up_and_shown() {
+        let (f, _rx) = farm();
+        f.io.record_drops(0);
+        f.io.record_drops(3);
+        f.io.record_drops(2);
+        let v: FarmView = serde_json::from_str(&route(&f, "GET", "/api/farm", b"").2).unwrap();
+        assert_eq!((v.rx_dropped, v.rx.as_str()), (5, "mmsg"));
+        f.io.rx_ring.store(true, Ordering::Relaxed);
+        let (_, _, page) = route(&f, "GET", "/", b"");
+        assert!(
+            page.contains("socket (ring): 0 receive errors, 5 frames dropped"),
+            "{page}"
+        );
     }
 
     #[test]

@@ -48,7 +48,12 @@
 //!
 //! # Drops
 //! [`PnSocket::statistics`] reads `PACKET_STATISTICS` (frames queued and frames dropped
-//! because the receive queue was full since the last read).
+//! because the receive queue, or the receive ring, was full since the last read).
+//!
+//! # Many frames at once
+//! [`RecvBatch`] reads many queued frames per `recvmmsg(2)`; [`RxRing`]
+//! ([`PnSocket::open_with_ring`]) has the kernel write them into a ring mapped into the
+//! process, read in place (pn-farm's one I/O thread, decisions §34).
 //!
 //! # Threads
 //! [`PnSocket::send`] is non-allocating (it sends the caller's buffer with `send(2)` on the

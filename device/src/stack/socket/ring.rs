@@ -35,6 +35,15 @@ const _: () = assert!(SLL_OFFSET + std::mem::size_of::<libc::sockaddr_ll>() + 16
 /// Slots per block: a block is one page (4 KiB), the kernel's smallest allocation.
 const BLOCK_LEN: usize = 4096;
 
+/// What a slot flagged for the process holds.
+enum Slot<'a> {
+    Frame(&'a [u8]),
+    /// One of our own outgoing frames (kernels before 4.20 queue them).
+    Own,
+    /// A header whose frame would not lie inside the slot.
+    Bad,
+}
+
 /// The mapped ring and where the process is in it.
 pub struct RxRing {
     base: *mut u8,
@@ -122,10 +131,10 @@ impl RxRing {
             if self.status(i).load(Ordering::Acquire) & TP_STATUS_USER == 0 {
                 break;
             }
-            if let Some(frame) = self.frame(i) {
-                f(frame);
-            } else {
-                self.bad += 1;
+            match self.frame(i) {
+                Slot::Frame(frame) => f(frame),
+                Slot::Own => {}
+                Slot::Bad => self.bad += 1,
             }
             // Release: we are done reading the slot before the kernel may write it again.
             self.status(i).store(TP_STATUS_KERNEL, Ordering::Release);
@@ -135,9 +144,8 @@ impl RxRing {
         taken
     }
 
-    /// The frame of slot `i` (flagged for the process), or `None` for an own outgoing frame
-    /// or a header whose frame would not lie inside the slot.
-    fn frame(&self, i: usize) -> Option<&[u8]> {
+    /// What slot `i` (flagged for the process) holds.
+    fn frame(&self, i: usize) -> Slot<'_> {
         // SAFETY: the slot is inside the mapping and the kernel does not write it while it is
         // flagged for the process; the header and the address are plain data read unaligned.
         let (hdr, sll) = unsafe {
@@ -148,15 +156,15 @@ impl RxRing {
             )
         };
         if sll.sll_pkttype == PACKET_OUTGOING {
-            return None;
+            return Slot::Own;
         }
         let start = usize::from(hdr.tp_mac);
-        let end = start.checked_add(hdr.tp_snaplen as usize)?;
+        let end = start.saturating_add(hdr.tp_snaplen as usize);
         if start < SLL_OFFSET || end > SLOT_LEN {
-            return None;
+            return Slot::Bad;
         }
         // SAFETY: start..end lies inside slot i (checked above), owned by us until released.
-        Some(unsafe {
+        Slot::Frame(unsafe {
             std::slice::from_raw_parts(self.base.add(i * SLOT_LEN + start), end - start)
         })
     }
