@@ -46,11 +46,10 @@ fn device_lost(rig: &Rig) -> bool {
     s["connected"] == false && s["state"] == "Aborted"
 }
 
-#[test]
-fn stop_outputs_trips_device_watchdog() {
-    let Some((rig, _ctl, h)) = up("pnf1", Faults::default()) else {
-        return;
-    };
+/// An AR in data exchange with frames at the device, then the controller's outputs stopped;
+/// with the device's watchdog trips counted just before.
+fn outputs_stopped(tag: &str) -> Option<(Up, i64)> {
+    let (rig, ctl, h) = up(tag, Faults::default())?;
     rig.wait(
         "cyclic frames at the device",
         Duration::from_secs(2),
@@ -61,6 +60,14 @@ fn stop_outputs_trips_device_watchdog() {
         stop_outputs: true,
         ..Faults::default()
     });
+    Some(((rig, ctl, h), trips))
+}
+
+#[test]
+fn stop_outputs_trips_device_watchdog() {
+    let Some(((rig, _ctl, _h), trips)) = outputs_stopped("pnf1") else {
+        return;
+    };
     rig.wait("device watchdog trip", Duration::from_secs(3), || {
         rig.counter("watchdogTrips") == trips + 1
     });
@@ -734,4 +741,44 @@ fn pdev_records_report_link_neighbour_and_interface() {
         PdPortDataReal::parse(&blocks[1].body()[10..]).unwrap(),
         port
     );
+}
+
+/// Sends SIGCONT to a stopped process when dropped (also when the test fails).
+struct Resume(u32);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        // SAFETY: a plain signal to our own child.
+        unsafe { libc::kill(self.0 as libc::pid_t, libc::SIGCONT) };
+    }
+}
+
+/// `stop_outputs` stands for a controller that is gone: while it is set, the controller does
+/// not judge its own watchdog, so even a device that stops sending too (here: SIGSTOP, for ten
+/// data-hold times) is not aborted by the controller. The device's data-hold timer, once it
+/// runs again, is what ends the AR (decisions §35).
+#[test]
+fn a_controller_with_stopped_outputs_does_not_abort_a_silent_device() {
+    let Some(((rig, _ctl, h), trips)) = outputs_stopped("pnfg") else {
+        return;
+    };
+    let pid = rig.child.id();
+    // SAFETY: a plain signal to our own child; `Resume` continues it.
+    assert_eq!(unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) }, 0);
+    let resume = Resume(pid);
+    // Time is the subject: ten data-hold times (96 ms each) without a frame either way.
+    std::thread::sleep(Duration::from_millis(960));
+    assert_eq!(h.state(), ArState::DataExchange, "{:?}", h.status());
+    assert_eq!(h.status().watchdog_expiries, 0);
+    drop(resume);
+    // Running again, the device sees the silence and ends the AR itself.
+    let st = h.wait_state(|s| matches!(s, ArState::Aborted(_)), Duration::from_secs(3));
+    assert!(
+        matches!(st, ArState::Aborted(ref r) if r.contains("ERR-RTA CF 81 FD 05")),
+        "{st:?}"
+    );
+    rig.wait("device watchdog trip", Duration::from_secs(3), || {
+        rig.counter("watchdogTrips") == trips + 1
+    });
+    assert_eq!(h.status().watchdog_expiries, 0);
 }
