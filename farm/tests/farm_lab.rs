@@ -531,3 +531,21 @@ fn a_held_io_loop_does_not_trip_on_the_frames_it_has_not_read_yet() {
     drop(farm);
     drop(veth);
 }
+
+/// A NIC that does not exist is reported as such, in words, in either receive mode (the ring's
+/// fallback to recvmmsg does not hide it).
+#[test]
+fn a_missing_nic_is_a_clear_error_in_both_receive_modes() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    for mode in [RxMode::Ring, RxMode::Mmsg] {
+        let e = pn_farm::io::open("pnnosuch0", mode, 4)
+            .err()
+            .unwrap_or_else(|| panic!("{mode:?}: opened a missing NIC"));
+        assert!(
+            e.starts_with("pnnosuch0: network interface not found"),
+            "{mode:?}: {e}"
+        );
+    }
+}
