@@ -222,8 +222,23 @@ pub struct ScaleArgs {
     /// (a run-time `isolcpus`; restored at the end), as a real-time host is set up.
     #[arg(long, requires = "pin")]
     pub isolate: bool,
+    /// When the bare sender beside the devices is due: `start`, one period after its start
+    /// (a phase of its own); `grid`, on the period grid of CLOCK_MONOTONIC, the instants of
+    /// pn-farm's providers. `start` stays the default: a 10-minute run with `grid` had more
+    /// farm-side stalls, not fewer (docs/benchmarks.md, session 13). pn-device daemons send
+    /// at their own phase either way.
+    #[arg(long, value_enum, default_value_t = BarePhase::Start)]
+    pub bare_phase: BarePhase,
     #[command(flatten)]
     pub out: JsonOut,
+}
+
+/// When the bare sender beside the devices is due (`pn-bare-sender --grid`).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BarePhase {
+    Grid,
+    Start,
 }
 
 /// How the farm reads its frames (`pn-farm --rx`).

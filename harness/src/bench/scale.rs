@@ -155,6 +155,8 @@ pub struct ScaleResult {
     /// frames (`--farm-rx`).
     pub farm: bool,
     pub farm_rx: Option<super::FarmRx>,
+    /// When the bare sender beside the devices was due (`--bare-phase`).
+    pub bare_phase: super::BarePhase,
     pub recorder_drops: u64,
     pub loadavg_before: f64,
     pub setup_seconds: f64,
@@ -264,6 +266,7 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
         period_us,
         seconds,
         if opts.pin.is_some() { 61 } else { 60 },
+        opts.bare_phase == super::BarePhase::Grid,
     )?;
     // Pinned: a second bare sender on the controller's bridge shares the controller's CPUs,
     // the baseline of the controller's stalls as the first is of the devices'.
@@ -271,7 +274,7 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
         None => (None, None, None),
         Some(cpu) => {
             let others = raw::other_cpus(cpu);
-            let b2 = spawn_bare_on(&ctl_ns, &br, period_us, seconds, 60)?;
+            let b2 = spawn_bare_on(&ctl_ns, &br, period_us, seconds, 60, false)?;
             for pid in pids.iter().chain(bare.pid().as_ref()) {
                 raw::pin_process(*pid, &[cpu])?;
             }
@@ -391,6 +394,7 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
         devices_per_process,
         farm: opts.farm,
         farm_rx: opts.farm.then_some(opts.farm_rx),
+        bare_phase: opts.bare_phase,
         recorder_drops: rec.drops() - drops0,
         loadavg_before,
         setup_seconds,
@@ -573,22 +577,31 @@ fn start_controller(ns: &NetNs, br: &str, units: u16, prio: i32) -> Result<Contr
 }
 
 /// The bare sender beside the (first) device for the measurement and two seconds more.
-fn spawn_bare(devs: &Side, period_us: u64, seconds: u64, fifo: i32) -> Result<ChildGuard, String> {
+fn spawn_bare(
+    devs: &Side,
+    period_us: u64,
+    seconds: u64,
+    fifo: i32,
+    grid: bool,
+) -> Result<ChildGuard, String> {
     let (bare_ns, bare_nic) = devs.bare_host();
-    spawn_bare_on(bare_ns, bare_nic, period_us, seconds, fifo)
+    spawn_bare_on(bare_ns, bare_nic, period_us, seconds, fifo, grid)
 }
 
-/// A bare sender on `nic` of `ns` at SCHED_FIFO `fifo`.
+/// A bare sender on `nic` of `ns` at SCHED_FIFO `fifo`, on the period grid with `grid`. (The
+/// controller's bare sender is not: its cyclic thread has a phase of its own.)
 fn spawn_bare_on(
     ns: &NetNs,
     nic: &str,
     period_us: u64,
     seconds: u64,
     fifo: i32,
+    grid: bool,
 ) -> Result<ChildGuard, String> {
     let b = sibling_binary("pn-bare-sender")?;
     let c = ns
         .command(b)
+        .args(grid.then_some("--grid"))
         .args([
             "--iface",
             nic,
@@ -824,11 +837,18 @@ fn print_result(r: &ScaleResult, streams: usize, bare_report: &str) {
         .stall_events
         .iter()
         .filter(|e| !e.explained)
-        .map(|e| format!("{:?} {:.1}", e.cause, e.bare_max_gap_ns as f64 / 1e6))
+        .map(|e| {
+            format!(
+                "{:?} {:.1}/{:.1}",
+                e.cause,
+                e.silence_ns as f64 / 1e6,
+                e.bare_max_gap_ns as f64 / 1e6
+            )
+        })
         .collect();
     near.truncate(40);
     println!(
-        "unexplained stall events: the stalled side's bare sender's longest gap near each (ms): [{}]",
+        "unexplained stall events: the stalled side's silence on the wire / its bare sender's longest gap near each (ms): [{}]",
         near.join(", ")
     );
     println!(

@@ -5,9 +5,15 @@
 //! run (`pn-lab bench cycle` starts it in the device namespace on the device's NIC).
 //! `--relative` sleeps a relative period instead (the naive loop, for comparison).
 //! Missed slots are skipped, never caught up.
+//! `--grid` puts the deadlines on the period grid of CLOCK_MONOTONIC, where pn-farm's providers
+//! send (`SlotClock::on_grid`, the same function): the baseline is then due at the devices'
+//! instants and sees a hold of the CPU as they do. Without it, its phase is its start time's,
+//! and a hold that covers the devices' instant can end before the bare sender's (a trace of
+//! CPU 1 in `docs/benchmarks.md`, session 13).
 
 use clap::Parser;
 use pn_lab::bench::raw;
+use pn_protocol::machine::ppm::SlotClock;
 
 #[derive(Parser)]
 #[command(
@@ -38,6 +44,10 @@ struct Args {
     /// the controller's MAC keeps the frames away from them.
     #[arg(long, value_parser = parse_dst, default_value = "ff:ff:ff:ff:ff:ff")]
     dst: [u8; 6],
+    /// Deadlines on the period grid of CLOCK_MONOTONIC (pn-farm's send instants) instead of
+    /// one period after the start.
+    #[arg(long, conflicts_with = "relative")]
+    grid: bool,
 }
 
 fn parse_dst(s: &str) -> Result<[u8; 6], String> {
@@ -71,7 +81,11 @@ fn main() {
         start + a.duration_s * 1_000_000_000
     };
     let (mut sent, mut missed, mut max_late) = (0u64, 0u64, 0u64);
-    let mut next = start + period;
+    let mut next = if a.grid {
+        SlotClock::on_grid(start, period, 1).next_ns()
+    } else {
+        start + period
+    };
     let mut seq = 0u32;
     while next < end {
         if a.relative {
@@ -94,8 +108,9 @@ fn main() {
         next = if a.relative { now } else { next + period };
     }
     println!(
-        "{{\"sent\":{sent},\"missedSlots\":{missed},\"maxLateUs\":{},\"fifo\":{fifo},\"mlock\":{locked},\"relative\":{}}}",
+        "{{\"sent\":{sent},\"missedSlots\":{missed},\"maxLateUs\":{},\"fifo\":{fifo},\"mlock\":{locked},\"relative\":{},\"grid\":{}}}",
         max_late / 1000,
-        a.relative
+        a.relative,
+        a.grid
     );
 }

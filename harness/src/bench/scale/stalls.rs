@@ -136,17 +136,27 @@ pub struct StallEvent {
     /// That bare sender's longest gap in the same window (ns): near the data-hold time, the
     /// machine held it too, if a little less long.
     pub bare_max_gap_ns: u64,
+    /// When the stalled side's silence on the wire began (CLOCK_REALTIME ns) and how long it
+    /// lasted (ns): set against `bare_max_gap_ns`, how much longer than the machine's hold
+    /// the side stayed silent. 0 for the receive causes (no silence).
+    pub silence_at_ns: u64,
+    pub silence_ns: u64,
 }
 
 /// The earliest silence of at least `min_ns` in `silences` (sorted) that began within
 /// `lookback_ns` before `t` and at least `min_ns` before it.
-fn first_silence(silences: &[(u64, u64)], t: u64, min_ns: u64, lookback_ns: u64) -> Option<u64> {
+fn first_silence(
+    silences: &[(u64, u64)],
+    t: u64,
+    min_ns: u64,
+    lookback_ns: u64,
+) -> Option<(u64, u64)> {
     let end = silences.partition_point(|&(a, _)| a.saturating_add(min_ns) <= t);
     let first = silences[..end].partition_point(|&(a, _)| a + lookback_ns < t);
     silences[first..end]
         .iter()
         .find(|&&(_, len)| len >= min_ns)
-        .map(|&(a, _)| a)
+        .copied()
 }
 
 /// The stall events of a run: the device trips and controller expiries (sorted or not)
@@ -183,12 +193,12 @@ pub(super) fn stall_events(
             let (t0, dev_first) = g[0];
             let dev = first_silence(dev_silences, t0, min, SILENCE_LOOKBACK_NS);
             let ctl = first_silence(ctl_silences, t0, min, SILENCE_LOOKBACK_NS);
-            let cause = match (dev, ctl) {
-                (Some(d), Some(c)) if c < d => StallCause::Controller,
-                (Some(_), _) => StallCause::Devices,
-                (None, Some(_)) => StallCause::Controller,
-                (None, None) if dev_first => StallCause::DevicesReceive,
-                (None, None) => StallCause::ControllerReceive,
+            let (cause, silence) = match (dev, ctl) {
+                (Some(d), Some(c)) if c.0 < d.0 => (StallCause::Controller, c),
+                (Some(d), _) => (StallCause::Devices, d),
+                (None, Some(c)) => (StallCause::Controller, c),
+                (None, None) if dev_first => (StallCause::DevicesReceive, (0, 0)),
+                (None, None) => (StallCause::ControllerReceive, (0, 0)),
             };
             let bare = match cause {
                 StallCause::Devices | StallCause::DevicesReceive => baseline.sender,
@@ -201,6 +211,8 @@ pub(super) fn stall_events(
                 cause,
                 explained: bare_gap_near(bare, t0, dhf_ns, EXPLAIN_WINDOW_NS),
                 bare_max_gap_ns: longest_bare_gap_near(bare, t0, EXPLAIN_WINDOW_NS),
+                silence_at_ns: silence.0,
+                silence_ns: silence.1,
             }
         })
         .collect()

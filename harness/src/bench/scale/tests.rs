@@ -164,6 +164,14 @@ fn stall_events_go_to_the_side_that_stopped_first() {
             .collect::<Vec<_>>(),
         vec![6, 1, 1]
     );
+    // The silence that caused each: the devices' 6 ms from 100 ms, the controller's 6 ms
+    // from 500 ms (not the devices' later one), none at 900 ms.
+    assert_eq!(
+        ev.iter()
+            .map(|e| (e.silence_at_ns / ms, e.silence_ns / ms))
+            .collect::<Vec<_>>(),
+        vec![(100, 6), (500, 6), (0, 0)]
+    );
     let got: Vec<(u64, usize, usize, StallCause, bool)> = ev
         .iter()
         .map(|e| {
