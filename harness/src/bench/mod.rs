@@ -224,9 +224,9 @@ pub struct ScaleArgs {
     pub isolate: bool,
     /// When the bare sender beside the devices is due: `start`, one period after its start
     /// (a phase of its own); `grid`, on the period grid of CLOCK_MONOTONIC, the instants of
-    /// pn-farm's providers. `start` stays the default: a 10-minute run with `grid` had more
-    /// farm-side stalls, not fewer (docs/benchmarks.md, session 13). pn-device daemons send
-    /// at their own phase either way.
+    /// pn-farm's providers. `start` stays the default: with `grid` the bare sender, one priority
+    /// above the farm and due at its instants, keeps the CPU after a hold and delays the farm
+    /// (traced, docs/benchmarks.md, session 13). pn-device daemons send at their own phase.
     #[arg(long, value_enum, default_value_t = BarePhase::Start)]
     pub bare_phase: BarePhase,
     #[command(flatten)]
