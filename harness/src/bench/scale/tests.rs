@@ -217,3 +217,22 @@ fn trips_after_the_measurement_do_not_count() {
     // The bench's own wind-down, half a second later: not the measurement's.
     assert!(!in_window(to + 500_000_000, from, to));
 }
+
+#[test]
+fn the_bare_sender_keeps_its_own_phase_unless_asked() {
+    use super::super::BarePhase;
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        s: super::super::ScaleArgs,
+    }
+    let parse = |v: &[&str]| {
+        Cli::try_parse_from(std::iter::once("x").chain(v.iter().copied())).map(|c| c.s.bare_phase)
+    };
+    // `start` by default: on the farm's grid the baseline delays the farm after a hold
+    // (docs/benchmarks.md, session 13).
+    assert_eq!(parse(&[]).unwrap(), BarePhase::Start);
+    assert_eq!(parse(&["--bare-phase", "grid"]).unwrap(), BarePhase::Grid);
+    assert!(parse(&["--bare-phase", "middle"]).is_err());
+}
