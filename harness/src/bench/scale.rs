@@ -23,95 +23,19 @@ use pn_controller::{
     ArHandle, ArState, Controller, ControllerConfig, Event, RealtimeOptions, TickStats,
 };
 use pn_testkit::netns::NetNs;
+use report::print_result;
 use side::Side;
 use stalls::{bare_gap_near, silences, stall_events, trip_sides, Baselines, StallEvent, TripSides};
-use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use threads::{idle_phase, thread_use, threads_of, ThreadUse, Threads};
 
 /// How long before a trip (as the bench sees it: the device's log line, written by its
 /// connection manager up to ~12 ms after the trip, or the controller's event) a bare-sender
 /// gap may have ended and still count as the same stall.
 pub const EXPLAIN_WINDOW_NS: u64 = 250_000_000;
-
-/// CPU time (ns) and run count of every thread of a process, by thread id, with its name
-/// (`pn-link-<nic>` shortened to `pn-link`).
-type Threads = HashMap<(u32, u32), (String, u64, u64)>;
-
-fn read_threads(pid: u32, into: &mut Threads) {
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return;
-    };
-    for e in dir.flatten() {
-        let Some(tid) = e.file_name().to_str().and_then(|t| t.parse::<u32>().ok()) else {
-            continue;
-        };
-        let p = e.path();
-        let mut name = std::fs::read_to_string(p.join("comm"))
-            .map(|c| c.trim().to_string())
-            .unwrap_or_default();
-        if name.starts_with("pn-link-") {
-            name = "pn-link".into();
-        }
-        let Ok(st) = std::fs::read_to_string(p.join("schedstat")) else {
-            continue;
-        };
-        let mut f = st.split_whitespace().map(|x| x.parse::<u64>().unwrap_or(0));
-        let run_ns = f.next().unwrap_or(0);
-        let _wait = f.next();
-        let slices = f.next().unwrap_or(0);
-        into.insert((pid, tid), (name, run_ns, slices));
-    }
-}
-
-fn threads_of(pids: &[u32]) -> Threads {
-    let mut t = Threads::new();
-    for &p in pids {
-        read_threads(p, &mut t);
-    }
-    t
-}
-
-/// Per thread name over `secs`: (threads, CPU % of one core, runs per second), summed over
-/// all processes; threads that did not exist at `before` count from zero.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct ThreadUse {
-    pub name: String,
-    pub threads: usize,
-    pub cpu_pct: f64,
-    pub runs_per_s: f64,
-}
-
-fn thread_use(before: &Threads, after: &Threads, secs: f64) -> Vec<ThreadUse> {
-    let mut by: BTreeMap<String, ThreadUse> = BTreeMap::new();
-    for (k, (name, ns, runs)) in after {
-        let (ns0, runs0) = before.get(k).map_or((0, 0), |b| (b.1, b.2));
-        let e = by.entry(name.clone()).or_insert_with(|| ThreadUse {
-            name: name.clone(),
-            ..Default::default()
-        });
-        e.threads += 1;
-        e.cpu_pct += ns.saturating_sub(ns0) as f64 / 1e9 / secs.max(1e-9) * 100.0;
-        e.runs_per_s += runs.saturating_sub(runs0) as f64 / secs.max(1e-9);
-    }
-    let mut v: Vec<ThreadUse> = by.into_values().collect();
-    v.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
-    v
-}
-
-fn print_thread_use(label: &str, v: &[ThreadUse]) {
-    let total: f64 = v.iter().map(|t| t.cpu_pct).sum();
-    let runs: f64 = v.iter().map(|t| t.runs_per_s).sum();
-    println!("{label}: {total:.2} % of a core, {runs:.0} thread runs/s; by thread name:");
-    for t in v {
-        println!(
-            "  {:<16} x{:<3} {:>7.3} % {:>9.1} runs/s",
-            t.name, t.threads, t.cpu_pct, t.runs_per_s
-        );
-    }
-}
 
 /// `YYYY-MM-DDTHH:MM:SS[.frac]Z` (UTC) to Unix ns.
 fn parse_rfc3339_ns(s: &str) -> Option<u64> {
@@ -756,146 +680,11 @@ fn streams(recs: &[super::recorder::Rec], sources: usize, period_ns: u64, dhf: u
     }
 }
 
-/// The result as a markdown table row, the AR ends by reason, and the threads' CPU use.
-fn print_result(r: &ScaleResult, streams: usize, bare_report: &str) {
-    println!("| devices | connected | DHF | seconds | streams | worst \\|dev\\| p99/max (us) | median \\|dev\\| p99 (us) | gaps>3 all devices | bare \\|dev\\| p99/max (us) | bare gaps>3 / >=DHF | wd trips dev/ctl (explained by a bare gap) | ARs lost (set-up / end) | devices CPU % | controller proc CPU % | ctl missed ticks / max late (us) | max RSS kB | loadavg before/after |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-    println!(
-        "| {} | {} | {} | {} | {} | {:.1}/{:.1} | {:.1} | {} | {:.1}/{:.1} | {}/{} | {}/{} ({}/{}) | {}/{} | {:.0} | {:.0} | {}/{} | {} | {:.1}/{:.1} |",
-        r.devices,
-        r.connected,
-        r.dhf,
-        r.seconds,
-        streams,
-        r.worst.dev_p99,
-        r.worst.dev_max,
-        r.median_dev_p99_us,
-        r.total_gaps_over_3,
-        r.bare.dev_p99,
-        r.bare.dev_max,
-        r.bare.gaps_over_3,
-        r.bare_gaps_over_dhf,
-        r.device_watchdog_trips,
-        r.controller_watchdog_expiries,
-        r.device_trips_explained,
-        r.controller_trips_explained,
-        r.lost_during_setup.len(),
-        r.ars_not_in_data_exchange,
-        r.devices_total_cpu_pct,
-        r.this_process_cpu_pct.unwrap_or(f64::NAN),
-        r.controller_missed_ticks,
-        r.controller_max_lateness_us,
-        r.devices_rss_kb_max,
-        r.loadavg_before,
-        r.loadavg_after,
-    );
-    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
-    for e in &r.ar_ends {
-        let reason = e.split_once(": ").map_or(e.as_str(), |x| x.1);
-        *reasons
-            .entry(reason.chars().take(90).collect())
-            .or_default() += 1;
-    }
-    println!(
-        "AR ends during the measurement (each reconnected): {}",
-        r.ar_ends.len()
-    );
-    for (k, v) in &reasons {
-        println!("  {v:>4} x {k}");
-    }
-    print_thread_use("devices in data exchange", &r.device_threads);
-    print_thread_use("this process (controller, recorder)", &r.controller_threads);
-    let (d, c) = (r.device_trip_sides, r.controller_trip_sides);
-    println!(
-        "where the stalls were (explained: a bare-sender gap on the stalled side's CPU{}): device trips {} with the controller's frames to them silent on the wire ({} explained), {} with them on the wire ({} explained); controller expiries {} with the devices' frames silent on the wire ({} explained), {} with them on the wire ({} explained)",
-        if r.pin.is_some() { "" } else { "; one bare sender, not pinned" },
-        d.sender_silent,
-        d.sender_silent_explained,
-        d.receiver_late,
-        d.receiver_late_explained,
-        c.sender_silent,
-        c.sender_silent_explained,
-        c.receiver_late,
-        c.receiver_late_explained
-    );
-    let mut by_cause: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-    for e in &r.stall_events {
-        let c = by_cause.entry(format!("{:?}", e.cause)).or_default();
-        c.0 += 1;
-        c.1 += usize::from(e.explained);
-    }
-    println!(
-        "stall events (trips within {} ms of each other): {}; by the side that stopped first: {}",
-        stalls::EVENT_GAP_NS / 1_000_000,
-        r.stall_events.len(),
-        by_cause
-            .iter()
-            .map(|(k, (n, x))| format!("{k} {n} ({x} explained)"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let mut near: Vec<String> = r
-        .stall_events
-        .iter()
-        .filter(|e| !e.explained)
-        .map(|e| {
-            format!(
-                "{:?} {:.1}/{:.1}",
-                e.cause,
-                e.silence_ns as f64 / 1e6,
-                e.bare_max_gap_ns as f64 / 1e6
-            )
-        })
-        .collect();
-    near.truncate(40);
-    println!(
-        "unexplained stall events: the stalled side's silence on the wire / its bare sender's longest gap near each (ms): [{}]",
-        near.join(", ")
-    );
-    println!(
-        "farm slow passes logged (I/O loop 1 ms or more late, at most one line per 100 ms): {}",
-        r.farm_slow_passes.len()
-    );
-    if let Some(b) = &r.controller_bare {
-        println!(
-            "bare sender on the controller's CPUs: |dev| p99/max {:.1}/{:.1} us, gaps > 3 cycles {}",
-            b.dev_p99, b.dev_max, b.gaps_over_3
-        );
-    }
-    println!(
-        "trip times seen: device {} (log lines), controller {} (events); bare sender: {}; recorder drops {}; setup {:.1} s",
-        r.device_trip_times_ns.len(),
-        r.controller_trip_times_ns.len(),
-        bare_report.trim(),
-        r.recorder_drops,
-        r.setup_seconds
-    );
-}
-
-/// Phase 1: the devices' CPU time per thread name while idle (no AR) for `seconds`.
-fn idle_phase(pids: &[u32], n: usize, seconds: u64) -> (Vec<ThreadUse>, f64) {
-    if seconds == 0 {
-        return (Vec::new(), 0.0);
-    }
-    nap(Duration::from_secs(1));
-    let t0 = raw::mono_ns();
-    let a = threads_of(pids);
-    nap(Duration::from_secs(seconds));
-    let b = threads_of(pids);
-    let secs = (raw::mono_ns() - t0) as f64 / 1e9;
-    let u = thread_use(&a, &b, secs);
-    print_thread_use(
-        &format!(
-            "idle ({n} devices without an AR, {secs:.1} s, loadavg {:.2})",
-            raw::loadavg1()
-        ),
-        &u,
-    );
-    (u, secs)
-}
-
 mod ars;
+mod report;
 mod side;
 mod stalls;
+mod threads;
 
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,8 @@
 //! kept coming; and whether a bare sender on that side's CPU had a gap then, the sign of a
 //! stall of the machine rather than of the program.
 
-use super::EXPLAIN_WINDOW_NS;
+use super::super::stats::{gaps, unexplained_gaps};
+use super::{EXPLAIN_WINDOW_NS, TRIP_LOG_SLACK_NS};
 
 /// Whether the (sorted) bare stream `bare` has a gap of at least `min_gap_ns` that ends
 /// within `window_ns` before `t` (or covers `t`).
@@ -133,6 +134,12 @@ pub struct StallEvent {
     pub cause: StallCause,
     /// The bare sender on the stalled side's CPU had a gap of the data-hold time then.
     pub explained: bool,
+    /// The wider reading of "the bare sender also had a gap": a gap of the bare sender on the
+    /// stalled side's CPU longer than 2 periods (a slot it could not keep itself, the cycle
+    /// bench's definition) overlapped the stalled side's silence on the wire, widened by one
+    /// period each side. The same hold of the CPU costs two periodic senders different
+    /// silences, up to one period apart, by their phases alone (`docs/decisions.md`).
+    pub held: bool,
     /// That bare sender's longest gap in the same window (ns): near the data-hold time, the
     /// machine held it too, if a little less long.
     pub bare_max_gap_ns: u64,
@@ -174,6 +181,8 @@ pub(super) fn stall_events(
     dhf_ns: u64,
 ) -> Vec<StallEvent> {
     let min = dhf_ns.saturating_sub(period_ns / 2);
+    let sender_gaps = gaps(baseline.sender, period_ns, 2.0);
+    let receiver_gaps = gaps(baseline.receiver, period_ns, 2.0);
     let mut trips: Vec<(u64, bool)> = dev_trips
         .iter()
         .map(|&t| (t, true))
@@ -200,16 +209,27 @@ pub(super) fn stall_events(
                 (None, None) if dev_first => (StallCause::DevicesReceive, (0, 0)),
                 (None, None) => (StallCause::ControllerReceive, (0, 0)),
             };
-            let bare = match cause {
-                StallCause::Devices | StallCause::DevicesReceive => baseline.sender,
-                StallCause::Controller | StallCause::ControllerReceive => baseline.receiver,
+            let (bare, bare_gaps) = match cause {
+                StallCause::Devices | StallCause::DevicesReceive => (baseline.sender, &sender_gaps),
+                StallCause::Controller | StallCause::ControllerReceive => {
+                    (baseline.receiver, &receiver_gaps)
+                }
             };
+            // The stalled stretch: the silence on the wire, or for a receiver that did not
+            // take frames in time the data-hold time before the trip was seen (a device's
+            // trip is seen in its log, up to TRIP_LOG_SLACK_NS late).
+            let stretch = match silence {
+                (0, 0) => (t0.saturating_sub(dhf_ns + TRIP_LOG_SLACK_NS), t0),
+                (at, len) => (at, at + len),
+            };
+            let held = unexplained_gaps(&[stretch], bare_gaps, period_ns).is_empty();
             StallEvent {
                 at_ns: t0,
                 device_trips: g.iter().filter(|x| x.1).count(),
                 controller_expiries: g.iter().filter(|x| !x.1).count(),
                 cause,
                 explained: bare_gap_near(bare, t0, dhf_ns, EXPLAIN_WINDOW_NS),
+                held,
                 bare_max_gap_ns: longest_bare_gap_near(bare, t0, EXPLAIN_WINDOW_NS),
                 silence_at_ns: silence.0,
                 silence_ns: silence.1,

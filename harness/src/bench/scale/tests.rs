@@ -137,16 +137,20 @@ fn stall_events_go_to_the_side_that_stopped_first() {
     };
     // The devices stop at 100 ms for 6 ms (their bare sender too); the controller stops at
     // 500 ms for 6 ms and the devices stop after their watchdogs trip (the consequence);
-    // at 900 ms nothing stops on the wire and the controller's watchdog expires.
-    let dev = every_ms(0, 1000, &[(100, 106), (505, 520)]);
+    // at 700 ms the devices stop for 4 ms while their bare sender, at another phase of the
+    // same hold, misses only 2.5 ms (a slot, not the data-hold time); at 900 ms nothing
+    // stops on the wire and the controller's watchdog expires.
+    let dev = every_ms(0, 1000, &[(100, 106), (505, 520), (700, 704)]);
     let ctl = every_ms(0, 1000, &[(500, 506)]);
     let end = 1000 * ms;
     let (ds, cs) = (silences(&[dev], 2 * ms, end), silences(&[ctl], 2 * ms, end));
-    let dev_bare = every_ms(0, 1000, &[(99, 105)]);
+    let mut dev_bare = every_ms(0, 1000, &[(99, 105), (700, 703)]);
+    dev_bare.push(702 * ms + ms / 2);
+    dev_bare.sort_unstable();
     let ctl_bare = every_ms(0, 1000, &[]);
     let ev = stall_events(
         &[504 * ms],
-        &[104 * ms, 104 * ms + 10, 509 * ms, 904 * ms],
+        &[104 * ms, 104 * ms + 10, 509 * ms, 704 * ms, 904 * ms],
         &ds,
         &cs,
         Baselines {
@@ -156,23 +160,21 @@ fn stall_events_go_to_the_side_that_stopped_first() {
         ms,
         3 * ms,
     );
-    // The devices' bare sender's 6 ms gap is the longest near the first event; the
-    // controller's bare sender never paused (1 ms between frames).
+    // The devices' bare sender's 6 ms gap is the longest near the first event, its 2.5 ms
+    // one near the third; the controller's bare sender never paused (1 ms between frames).
     assert_eq!(
-        ev.iter()
-            .map(|e| e.bare_max_gap_ns / ms)
-            .collect::<Vec<_>>(),
-        vec![6, 1, 1]
+        ev.iter().map(|e| e.bare_max_gap_ns).collect::<Vec<_>>(),
+        vec![6 * ms, ms, 5 * ms / 2, ms]
     );
     // The silence that caused each: the devices' 6 ms from 100 ms, the controller's 6 ms
-    // from 500 ms (not the devices' later one), none at 900 ms.
+    // from 500 ms (not the devices' later one), the devices' 4 ms from 700 ms, none at 900.
     assert_eq!(
         ev.iter()
             .map(|e| (e.silence_at_ns / ms, e.silence_ns / ms))
             .collect::<Vec<_>>(),
-        vec![(100, 6), (500, 6), (0, 0)]
+        vec![(100, 6), (500, 6), (700, 4), (0, 0)]
     );
-    let got: Vec<(u64, usize, usize, StallCause, bool)> = ev
+    let got: Vec<(u64, usize, usize, StallCause, bool, bool)> = ev
         .iter()
         .map(|e| {
             (
@@ -181,15 +183,19 @@ fn stall_events_go_to_the_side_that_stopped_first() {
                 e.controller_expiries,
                 e.cause,
                 e.explained,
+                e.held,
             )
         })
         .collect();
+    // Explained: a bare gap of the data-hold time; held: a bare gap of over two periods
+    // overlapping the silence (the 2.5 ms one at 700 ms is the second, not the first).
     assert_eq!(
         got,
         vec![
-            (104, 0, 2, StallCause::Devices, true),
-            (504, 1, 1, StallCause::Controller, false),
-            (904, 0, 1, StallCause::ControllerReceive, false),
+            (104, 0, 2, StallCause::Devices, true, true),
+            (504, 1, 1, StallCause::Controller, false, false),
+            (704, 0, 1, StallCause::Devices, false, true),
+            (904, 0, 1, StallCause::ControllerReceive, false, false),
         ]
     );
 }
