@@ -297,10 +297,11 @@ pub fn spawn(
     image: Arc<ProcessImage>,
     link: Arc<RawLink>,
     counters: Arc<SharedCounters>,
+    rx: Option<Arc<super::CyclicRx>>,
 ) -> std::io::Result<CyclicThread> {
     let handle = std::thread::Builder::new()
         .name("pn-cyclic".into())
-        .spawn(move || run(&shared, &image, &link, &counters))?;
+        .spawn(move || run(&shared, &image, &link, &counters, rx.as_deref()))?;
     Ok(CyclicThread { handle })
 }
 
@@ -382,6 +383,7 @@ fn supervise(
     watchdog: &mut Option<DataHold>,
     period: u64,
     now: u64,
+    rx: Option<&super::CyclicRx>,
 ) {
     let dht = shared.dht_ns.load(Ordering::Acquire);
     if dht != 0 {
@@ -390,7 +392,9 @@ fn supervise(
             DataHold::new(PnDuration(dht), PnDuration(period.max(1)), frames)
         });
         let last = PnInstant(shared.last_rx_ns.load(Ordering::Acquire));
-        if let Some(trip) = wd.on_interval(PnInstant(now), frames, last) {
+        // The receive thread runs below this one: frames it has not read yet are not missing.
+        let unread = || rx.is_some_and(super::CyclicRx::has_unread);
+        if let Some(trip) = wd.on_interval_or_unread(PnInstant(now), frames, last, unread) {
             shared.trip_info.store(
                 (trip.missed << 32) | (trip.silence.as_micros()).min(0xFFFF_FFFF),
                 Ordering::Relaxed,
@@ -405,7 +409,13 @@ fn supervise(
     }
 }
 
-fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &SharedCounters) {
+fn run(
+    shared: &CyclicShared,
+    image: &ProcessImage,
+    link: &RawLink,
+    counters: &SharedCounters,
+    rx: Option<&super::CyclicRx>,
+) {
     let fifo = try_sched_fifo();
     try_mlockall();
     let mut precise = shared.precise.load(Ordering::Relaxed);
@@ -506,7 +516,7 @@ fn run(shared: &CyclicShared, image: &ProcessImage, link: &RawLink, counters: &S
             }
         }
 
-        supervise(shared, counters, &mut watchdog, period, now);
+        supervise(shared, counters, &mut watchdog, period, now, rx);
 
         // Provider.
         if let Some(j) = &job {

@@ -131,6 +131,13 @@ pub struct CyclicRx {
 }
 
 impl CyclicRx {
+    /// Whether frames of the AR wait on this socket, not yet consumed (the filter passes only
+    /// the controller's valid frames of the AR): the data-hold check does not count a cycle
+    /// whose frames are still queued (`DataHold::on_interval_or_unread`).
+    pub fn has_unread(&self) -> bool {
+        self.sock.has_queued()
+    }
+
     /// Install the filter for the consumer job installed now, unless it is installed
     /// already. The CM calls this right after it changes the consumer (so the filter is in
     /// place before the Connect response lets the controller send, and no frame of the AR
@@ -611,6 +618,7 @@ impl DataPlane for ProfinetPlane {
             image.clone(),
             link.clone(),
             self.counters.clone(),
+            cyclic_rx.clone(),
         )
         .map_err(thread_err)?;
         threads.push(cyc_thread.handle);

@@ -495,6 +495,15 @@ impl PnSocket {
         self.fd.as_raw_fd()
     }
 
+    /// Whether a frame is queued on the socket, not yet read (`FIONREAD`: for a packet
+    /// socket, the length of the first queued frame). An error reads as none.
+    pub fn has_queued(&self) -> bool {
+        let mut n: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int through the pointer.
+        let rc = unsafe { libc::ioctl(self.fd.as_raw_fd(), libc::FIONREAD, &mut n) };
+        rc == 0 && n > 0
+    }
+
     /// Replace the socket's filter program (atomically for the kernel: each frame is judged
     /// by the old or the new program).
     pub fn set_filter(&self, prog: &[libc::sock_filter]) -> io::Result<()> {

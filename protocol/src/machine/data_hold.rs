@@ -99,6 +99,31 @@ impl DataHold {
             silence,
         })
     }
+
+    /// [`DataHold::on_interval`], except that an interval without a new frame while
+    /// `unread()` says frames are waiting in the receiver (received, not yet consumed) is
+    /// not counted: its evidence is queued, not missing. A receiver below the supervisor's
+    /// priority can be kept off the CPU for a millisecond by higher-priority threads (traced
+    /// in docs/benchmarks.md, session 14), and the cycles it could not read in are not the
+    /// controller's. `unread` is asked only when the count did not move. The wall-clock guard
+    /// still applies: frames queued that are never consumed trip after the data-hold time
+    /// plus [`STALL_GUARD`].
+    pub fn on_interval_or_unread(
+        &mut self,
+        now: Instant,
+        frames: u64,
+        last_frame: Instant,
+        unread: impl FnOnce() -> bool,
+    ) -> Option<Trip> {
+        if frames == self.frames && unread() {
+            let silence = now.saturating_since(last_frame);
+            return expired(0, self.limit, silence, self.dht).then_some(Trip {
+                missed: self.missed,
+                silence,
+            });
+        }
+        self.on_interval(now, frames, last_frame)
+    }
 }
 
 #[cfg(test)]
@@ -139,6 +164,53 @@ mod tests {
         let trip = w.on_interval(Instant(13 * MS), 10, last_frame).unwrap();
         assert_eq!(trip.missed, 3);
         assert_eq!(trip.silence, ms(3));
+    }
+
+    #[test]
+    fn intervals_with_frames_waiting_unread_are_not_counted() {
+        let mut w = DataHold::new(ms(3), ms(1), 5);
+        let last_frame = Instant(0);
+        // Two intervals without a frame, then three whose frames sit unread in the receiver:
+        // still two missed, no trip at 5 ms.
+        assert_eq!(
+            w.on_interval_or_unread(Instant(MS), 5, last_frame, || false),
+            None
+        );
+        assert_eq!(
+            w.on_interval_or_unread(Instant(2 * MS), 5, last_frame, || false),
+            None
+        );
+        for i in 3..=5u64 {
+            assert_eq!(
+                w.on_interval_or_unread(Instant(i * MS), 5, last_frame, || true),
+                None
+            );
+        }
+        // The receiver reads them: the count moves and the supervision starts over.
+        assert_eq!(
+            w.on_interval_or_unread(Instant(6 * MS), 8, Instant(6 * MS), || unreachable!()),
+            None
+        );
+        // A real silence after that trips after three intervals as always.
+        for i in 7..=8u64 {
+            assert_eq!(
+                w.on_interval_or_unread(Instant(i * MS), 8, Instant(6 * MS), || false),
+                None
+            );
+        }
+        let trip = w
+            .on_interval_or_unread(Instant(9 * MS), 8, Instant(6 * MS), || false)
+            .unwrap();
+        assert_eq!(trip.missed, 3);
+        // Frames that stay unread for good trip on the clock guard: not at DHT + 100 ms, past it.
+        let mut w = DataHold::new(ms(3), ms(1), 0);
+        assert_eq!(
+            w.on_interval_or_unread(Instant(103 * MS), 0, Instant(0), || true),
+            None
+        );
+        assert!(w
+            .on_interval_or_unread(Instant(104 * MS), 0, Instant(0), || true)
+            .is_some());
     }
 
     #[test]
