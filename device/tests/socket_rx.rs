@@ -108,6 +108,32 @@ fn frames_longer_than_the_buffer_are_cut_to_it() {
     drop(veth);
 }
 
+/// `has_queued` (the cyclic thread's question before it counts a cycle without a frame, decisions
+/// §37) answers for a real packet socket: no before a frame arrives, yes while it waits unread,
+/// no again once it has been read.
+#[test]
+fn a_queued_frame_is_seen_until_it_is_read() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    let (End { sock: tx, .. }, End { sock: rx, .. }, veth) = pair("sbq", None, None);
+    assert!(!rx.has_queued(), "nothing sent yet");
+    let f = frame(rx.mac(), tx.mac(), 3, 80);
+    tx.send(&f).unwrap();
+    assert!(
+        poll::until(Duration::from_secs(5), || rx.has_queued()),
+        "the frame never showed as queued"
+    );
+    let mut buf = vec![0u8; 1600];
+    let n = rx
+        .recv(&mut buf, Some(Duration::from_secs(1)))
+        .unwrap()
+        .expect("the queued frame");
+    assert_eq!(&buf[..n], &f[..]);
+    assert!(!rx.has_queued(), "read: nothing left");
+    drop(veth);
+}
+
 // ------------------------------------------------------------------ the receive ring
 
 /// An 802.1Q-tagged RT frame of `len` bytes (1518 bytes without the FCS is the longest a 1500-byte MTU
