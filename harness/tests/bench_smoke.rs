@@ -30,19 +30,22 @@ fn bench(args: &[&str]) -> Option<(serde_json::Value, String)> {
     Some((v, stdout))
 }
 
+/// One 2 s case of the cycle bench at 1 ms, idle, high-resolution timer.
+const CYCLE_2S: &[&str] = &[
+    "cycle",
+    "--periods",
+    "1000",
+    "--load",
+    "0",
+    "--hires",
+    "on",
+    "--seconds",
+    "2",
+];
+
 #[test]
 fn bench_cycle_runs_and_reports() {
-    let Some((v, stdout)) = bench(&[
-        "cycle",
-        "--periods",
-        "1000",
-        "--load",
-        "0",
-        "--hires",
-        "on",
-        "--seconds",
-        "2",
-    ]) else {
+    let Some((v, stdout)) = bench(CYCLE_2S) else {
         return;
     };
     assert!(
@@ -110,4 +113,41 @@ fn bench_scale_drives_the_farm() {
     }
     assert!(r["bare"]["frames"].as_u64().unwrap_or(0) > 0, "{r}");
     assert!(r["devices_rss_kb_max"].as_u64().unwrap_or(0) > 0, "{r}");
+}
+
+/// Every CPU's `pm_qos_resume_latency_us`, in CPU order.
+fn cpu_qos() -> Vec<String> {
+    let mut v: Vec<(usize, String)> = std::fs::read_dir("/sys/devices/system/cpu")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let n: usize = e.file_name().to_str()?.strip_prefix("cpu")?.parse().ok()?;
+            let q =
+                std::fs::read_to_string(e.path().join("power/pm_qos_resume_latency_us")).ok()?;
+            Some((n, q.trim().to_string()))
+        })
+        .collect();
+    v.sort();
+    v.into_iter().map(|x| x.1).collect()
+}
+
+#[test]
+fn bench_cycle_pinned_with_polling_cpus_restores_them() {
+    let before = cpu_qos();
+    let pinned = ["--pin", "1", "--bare-prio", "59", "--cpu-poll"];
+    let Some((v, stdout)) = bench(&[CYCLE_2S, &pinned].concat()) else {
+        return;
+    };
+    assert!(!before.is_empty(), "no CPU has pm_qos_resume_latency_us");
+    assert!(
+        stdout.contains(&format!("idle CPUs poll: {} CPUs", before.len())),
+        "{stdout}"
+    );
+    assert_eq!(v["cpu_poll"], true, "{v}");
+    let r = &v["results"][0];
+    assert_eq!(r["case"]["bare_prio"], 59, "{r}");
+    assert_eq!(r["case"]["pin"], 1, "{r}");
+    assert!(r["device"]["frames"].as_u64().unwrap_or(0) > 0, "{r}");
+    // The machine is left as it was found.
+    assert_eq!(cpu_qos(), before);
 }

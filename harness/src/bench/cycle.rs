@@ -31,6 +31,8 @@ pub struct Case {
     /// `--pin`: the device process and the bare sender on this CPU, the load threads on the
     /// others.
     pub pin: Option<usize>,
+    /// With `pin`: the bare sender's SCHED_FIFO priority (`--bare-prio`, default 61).
+    pub bare_prio: i32,
 }
 
 /// The outcome of one case.
@@ -254,12 +256,13 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
     } else {
         None
     };
-    // Pinned, the bare sender shares the device's CPU one priority above the device's cyclic
-    // thread (60), so the device's spin before its deadline cannot delay the baseline.
+    // Pinned, the bare sender shares the device's CPU, by default one priority above the
+    // device's cyclic thread (60), so the device's spin before its deadline cannot delay the
+    // baseline (`--bare-prio`: decisions §38).
     let bare = match case.pin {
         None => rig.bare_sender(case.period_us, case.seconds + 2)?,
         Some(cpu) => {
-            let b = rig.bare_sender_prio(case.period_us, case.seconds + 2, 61)?;
+            let b = rig.bare_sender_prio(case.period_us, case.seconds + 2, case.bare_prio)?;
             if let Some(pid) = b.pid() {
                 raw::pin_process(pid, &[cpu])?;
             }
@@ -604,6 +607,7 @@ mod tests {
                 http_conns: 0,
                 seconds: 10,
                 pin: None,
+                bare_prio: 61,
             },
             device: stats(10_000, 20.0, 5),
             controller: stats(10_000, 30.0, 7),

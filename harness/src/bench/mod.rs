@@ -123,6 +123,16 @@ pub struct CycleArgs {
     /// --pnet, p-net goes to the other CPUs too: a CPU for each device.
     #[arg(long)]
     pub pin: Option<usize>,
+    /// With --pin: the bare sender's SCHED_FIFO priority (default 61, one above the device's
+    /// cyclic thread). Below the device's (59), the device's CPU holds nothing above the
+    /// device, as p-net's CPU holds nothing above p-net (docs/decisions.md §38).
+    #[arg(long, requires = "pin", value_parser = clap::value_parser!(i32).range(1..=98))]
+    pub bare_prio: Option<i32>,
+    /// Keep every CPU polling when idle for the run (`pm_qos_resume_latency_us` "n/a" on each,
+    /// restored at the end), as a real-time host is set up: a halted vCPU wakes late at times
+    /// (docs/decisions.md §39). All CPUs alike, so p-net's CPU too.
+    #[arg(long)]
+    pub cpu_poll: bool,
     #[command(flatten)]
     pub pnet: pnet::PnetArgs,
     #[command(flatten)]
@@ -229,6 +239,12 @@ pub struct ScaleArgs {
     /// (traced, docs/benchmarks.md, session 13). pn-device daemons send at their own phase.
     #[arg(long, value_enum, default_value_t = BarePhase::Start)]
     pub bare_phase: BarePhase,
+    /// SCHED_FIFO priority of the bare sender beside the devices. Default: 61 with --pin,
+    /// one above a daemon's cyclic thread, so that no device can delay the baseline (a
+    /// sound baseline, but when the vCPU stutters the baseline takes its few slices first:
+    /// docs/decisions.md §38); 60, a daemon's own, shares the CPU on equal terms.
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..=98))]
+    pub bare_prio: Option<i32>,
     #[command(flatten)]
     pub out: JsonOut,
 }
@@ -315,6 +331,17 @@ fn run_cycle(opts: &CycleArgs) -> Result<(), String> {
     println!("machine: {}", raw::machine());
     println!("DataHoldFactor {dhf}, {seconds} s per case");
     let pnet = pnet::resolve(&opts.pnet, &|p| p.is_file())?;
+    let _poll = match opts.cpu_poll {
+        true => {
+            let p = raw::CpuPoll::start()?;
+            println!(
+                "idle CPUs poll: {} CPUs (pm_qos_resume_latency_us n/a)",
+                p.cpus()
+            );
+            Some(p)
+        }
+        false => None,
+    };
     let mut rig = rig::Rig::start(true)?;
     if let Some(p) = &pnet {
         rig.attach_pnet(p)?;
@@ -346,6 +373,7 @@ fn run_cycle(opts: &CycleArgs) -> Result<(), String> {
                         http_conns: c,
                         seconds,
                         pin: opts.pin,
+                        bare_prio: opts.bare_prio.unwrap_or(61),
                     };
                     match cycle::run_case(&mut rig, &case, dhf) {
                         Ok(r) => {
@@ -378,6 +406,7 @@ fn run_cycle(opts: &CycleArgs) -> Result<(), String> {
         &serde_json::json!({
             "machine": raw::machine(),
             "dhf": dhf,
+            "cpu_poll": opts.cpu_poll,
             "pnet": pnet.as_ref().map(|p| serde_json::json!({
                 "bin": p.bin, "gsdml": p.gsdml, "shim": p.shim, "station": p.station,
                 "modules": p.modules, "fifo_priority": p.prio,

@@ -291,6 +291,61 @@ impl Drop for Isolation {
     }
 }
 
+/// Every CPU's idle kept to polling for a measurement: `pm_qos_resume_latency_us` "n/a", the
+/// per-CPU form of a zero CPU-latency request (what cyclictest asks through
+/// `/dev/cpu_dma_latency`), so that the idle governor never halts a CPU. A halted vCPU is woken
+/// by its host, tens of microseconds late at times, later than a cyclic thread's spin margin
+/// (`docs/benchmarks.md`, session 15). Each CPU's earlier value is restored when dropped.
+pub struct CpuPoll {
+    saved: Vec<(std::path::PathBuf, String)>,
+}
+
+impl CpuPoll {
+    /// Applies to every CPU of the machine that has the attribute; an error names the first
+    /// one that refused (nothing is left changed then).
+    pub fn start() -> Result<CpuPoll, String> {
+        let mut poll = CpuPoll { saved: Vec::new() };
+        let mut cpus: Vec<std::path::PathBuf> = std::fs::read_dir("/sys/devices/system/cpu")
+            .map_err(|e| format!("/sys/devices/system/cpu: {e}"))?
+            .flatten()
+            .filter(|e| {
+                let n = e.file_name();
+                let n = n.to_string_lossy();
+                n.strip_prefix("cpu")
+                    .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .map(|e| e.path().join("power/pm_qos_resume_latency_us"))
+            .collect();
+        cpus.sort();
+        for p in cpus {
+            let Ok(old) = std::fs::read_to_string(&p) else {
+                continue;
+            };
+            std::fs::write(&p, "n/a").map_err(|e| format!("{}: {e}", p.display()))?;
+            poll.saved.push((p, old.trim().to_string()));
+        }
+        if poll.saved.is_empty() {
+            return Err("no CPU offers pm_qos_resume_latency_us".into());
+        }
+        Ok(poll)
+    }
+
+    /// How many CPUs poll.
+    pub fn cpus(&self) -> usize {
+        self.saved.len()
+    }
+}
+
+impl Drop for CpuPoll {
+    fn drop(&mut self) {
+        for (p, old) in &self.saved {
+            // The value read back is what the attribute takes: "0" (no constraint), "n/a" or
+            // a number of microseconds.
+            let _ = std::fs::write(p, old);
+        }
+    }
+}
+
 /// Restrict every thread of process `pid` to the CPUs `cpus` (threads started later inherit
 /// the mask of the thread that starts them, not this one's).
 pub fn pin_process(pid: u32, cpus: &[usize]) -> Result<(), String> {

@@ -79,8 +79,10 @@ pub struct ScaleResult {
     /// frames (`--farm-rx`).
     pub farm: bool,
     pub farm_rx: Option<super::FarmRx>,
-    /// When the bare sender beside the devices was due (`--bare-phase`).
+    /// When the bare sender beside the devices was due (`--bare-phase`), and its
+    /// SCHED_FIFO priority (`--bare-prio`).
     pub bare_phase: super::BarePhase,
+    pub bare_prio: i32,
     pub recorder_drops: u64,
     pub loadavg_before: f64,
     pub setup_seconds: f64,
@@ -189,7 +191,7 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
         &devs,
         period_us,
         seconds,
-        if opts.pin.is_some() { 61 } else { 60 },
+        bare_prio(opts),
         opts.bare_phase == super::BarePhase::Grid,
     )?;
     // Pinned: a second bare sender on the controller's bridge shares the controller's CPUs,
@@ -207,7 +209,8 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
                 raw::pin_process(p, &others)?;
             }
             println!(
-                "pinned: the devices and a bare sender to CPU {cpu}; the controller, the recorder and a second bare sender to CPUs {others:?}"
+                "pinned: the devices and a bare sender (SCHED_FIFO {}) to CPU {cpu}; the controller, the recorder and a second bare sender to CPUs {others:?}",
+                bare_prio(opts)
             );
             if opts.rps {
                 devs.steer_rx(&ctl_ns, &[cpu], &others)?;
@@ -319,6 +322,7 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
         farm: opts.farm,
         farm_rx: opts.farm.then_some(opts.farm_rx),
         bare_phase: opts.bare_phase,
+        bare_prio: bare_prio(opts),
         recorder_drops: rec.drops() - drops0,
         loadavg_before,
         setup_seconds,
@@ -466,6 +470,13 @@ fn gaps_at_least(ts: &[u64], min_ns: u64) -> Vec<(u64, u64)> {
 }
 
 /// The argument checks `run` needs beyond clap's.
+/// The bare sender's SCHED_FIFO priority: `--bare-prio`, else 61 pinned (one above a
+/// daemon's cyclic thread, as in the cycle bench) and 60 not.
+fn bare_prio(opts: &ScaleArgs) -> i32 {
+    opts.bare_prio
+        .unwrap_or(if opts.pin.is_some() { 61 } else { 60 })
+}
+
 fn check_args(opts: &ScaleArgs) -> Result<(), String> {
     let max = if opts.farm {
         side::MAX_FARM

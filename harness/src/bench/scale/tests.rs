@@ -242,3 +242,23 @@ fn the_bare_sender_keeps_its_own_phase_unless_asked() {
     assert_eq!(parse(&["--bare-phase", "grid"]).unwrap(), BarePhase::Grid);
     assert!(parse(&["--bare-phase", "middle"]).is_err());
 }
+
+#[test]
+fn the_bare_sender_sits_one_above_a_daemon_when_pinned_unless_asked() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        s: super::super::ScaleArgs,
+    }
+    let prio = |v: &[&str]| {
+        Cli::try_parse_from(std::iter::once("x").chain(v.iter().copied()))
+            .map(|c| super::bare_prio(&c.s))
+    };
+    assert_eq!(prio(&[]).unwrap(), 60);
+    assert_eq!(prio(&["--pin", "1"]).unwrap(), 61);
+    // Equal terms with a daemon's cyclic thread (decisions §38).
+    assert_eq!(prio(&["--pin", "1", "--bare-prio", "60"]).unwrap(), 60);
+    assert!(prio(&["--bare-prio", "99"]).is_err());
+    assert!(prio(&["--bare-prio", "0"]).is_err());
+}
