@@ -469,7 +469,6 @@ fn gaps_at_least(ts: &[u64], min_ns: u64) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// The argument checks `run` needs beyond clap's.
 /// The bare sender's SCHED_FIFO priority: `--bare-prio`, else 61 pinned (one above a
 /// daemon's cyclic thread, as in the cycle bench) and 60 not.
 fn bare_prio(opts: &ScaleArgs) -> i32 {
@@ -477,6 +476,7 @@ fn bare_prio(opts: &ScaleArgs) -> i32 {
         .unwrap_or(if opts.pin.is_some() { 61 } else { 60 })
 }
 
+/// The argument checks `run` needs beyond clap's.
 fn check_args(opts: &ScaleArgs) -> Result<(), String> {
     let max = if opts.farm {
         side::MAX_FARM
