@@ -120,6 +120,60 @@ pub fn packet_socket(ifname: &str) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// Wait up to `ms` for `fd` to become readable; whether it did.
+pub fn poll_in(fd: &OwnedFd, ms: i32) -> bool {
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut pfd, 1, ms) > 0 }
+}
+
+/// One frame received without blocking from a packet socket with `SO_TIMESTAMPNS` on:
+/// its length in `buf`, the kernel's receive time (CLOCK_REALTIME ns; the time of the call if
+/// the kernel gave none) and the packet type (`PACKET_OUTGOING` for our own sends). `None`
+/// when nothing is queued.
+pub fn recv_stamped(fd: &OwnedFd, buf: &mut [u8]) -> Option<(usize, u64, u8)> {
+    let mut cbuf = [0u64; 16];
+    // SAFETY: zeroed sockaddr_ll / msghdr are valid out-parameters.
+    let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: see above.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = &mut from as *mut libc::sockaddr_ll as *mut libc::c_void;
+    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as u32;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
+    msg.msg_controllen = std::mem::size_of_val(&cbuf);
+    // SAFETY: msg points to valid buffers that outlive the call.
+    let n = unsafe { libc::recvmsg(fd.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
+    if n < 0 {
+        return None;
+    }
+    let mut ts = 0u64;
+    // SAFETY: walking the control messages the kernel wrote into cbuf.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SO_TIMESTAMPNS {
+                let t = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                ts = t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64;
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    if ts == 0 {
+        ts = realtime_ns();
+    }
+    Some(((n as usize).min(buf.len()), ts, from.sll_pkttype))
+}
+
 /// Set an integer socket option; errors are returned.
 pub fn setsockopt_int(fd: &OwnedFd, level: i32, name: i32, v: i32) -> io::Result<()> {
     // SAFETY: valid pointer to an int of the given size.

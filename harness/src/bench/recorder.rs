@@ -130,62 +130,16 @@ fn classify(frame: &[u8], outgoing: bool, probe: usize) -> (Kind, u32) {
 
 fn run(sh: Arc<Shared>, fd: OwnedFd) {
     let mut buf = vec![0u8; 2048];
-    let mut cbuf = [0u64; 16];
     let mut local: Vec<Rec> = Vec::with_capacity(4096);
     let mut last_flush = raw::mono_ns();
     loop {
         if sh.stop.load(Ordering::Acquire) {
             break;
         }
-        let mut pfd = libc::pollfd {
-            fd: fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        let rc = unsafe { libc::poll(&mut pfd, 1, 20) };
-        if rc > 0 {
-            loop {
-                // SAFETY: zeroed sockaddr_ll / msghdr are valid out-parameters.
-                let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-                let mut iov = libc::iovec {
-                    iov_base: buf.as_mut_ptr() as *mut libc::c_void,
-                    iov_len: buf.len(),
-                };
-                // SAFETY: see above.
-                let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-                msg.msg_name = &mut from as *mut libc::sockaddr_ll as *mut libc::c_void;
-                msg.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as u32;
-                msg.msg_iov = &mut iov;
-                msg.msg_iovlen = 1;
-                msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
-                msg.msg_controllen = std::mem::size_of_val(&cbuf);
-                // SAFETY: msg points to valid buffers that outlive the call.
-                let n = unsafe { libc::recvmsg(fd.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
-                if n < 0 {
-                    break;
-                }
-                let mut ts = 0u64;
-                // SAFETY: walking the control messages the kernel wrote into cbuf.
-                unsafe {
-                    let mut c = libc::CMSG_FIRSTHDR(&msg);
-                    while !c.is_null() {
-                        if (*c).cmsg_level == libc::SOL_SOCKET
-                            && (*c).cmsg_type == libc::SO_TIMESTAMPNS
-                        {
-                            let t = std::ptr::read_unaligned(
-                                libc::CMSG_DATA(c) as *const libc::timespec
-                            );
-                            ts = t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64;
-                        }
-                        c = libc::CMSG_NXTHDR(&msg, c);
-                    }
-                }
-                if ts == 0 {
-                    ts = raw::realtime_ns();
-                }
-                let frame = &buf[..(n as usize).min(buf.len())];
-                let outgoing = from.sll_pkttype == PACKET_OUTGOING;
+        if raw::poll_in(&fd, 20) {
+            while let Some((n, ts, pkttype)) = raw::recv_stamped(&fd, &mut buf) {
+                let frame = &buf[..n];
+                let outgoing = pkttype == PACKET_OUTGOING;
                 let (kind, data) = classify(frame, outgoing, sh.probe_off.load(Ordering::Relaxed));
                 if kind == Kind::Other {
                     continue;

@@ -1,14 +1,17 @@
 //! Cycle jitter: [`CycleProbe`] timestamps the device's cyclic frames, [`jitter`] sums them up
 //! as [`Jitter`].
 
-use pn_controller::netif::{InterfaceInfo, RawSocket};
+use crate::bench::raw;
 use pn_controller::RealtimeOptions;
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Receive timestamps of the device's cyclic frames, taken by a raw socket in the controller
-/// namespace (a SCHED_FIFO thread), for cycle jitter.
+/// Receive timestamps of the device's cyclic frames, for cycle jitter: the kernel's
+/// (`SO_TIMESTAMPNS` on a raw socket in the controller namespace), so that a late reading
+/// thread does not move a frame in time (it once put a frame 3 ms after its arrival and made a
+/// watchdog look early in `reliability_loss`).
 pub struct CycleProbe {
     stop: Arc<AtomicBool>,
     stamps: Arc<Mutex<Vec<(u64, u16)>>>,
@@ -34,7 +37,8 @@ pub struct Jitter {
 
 impl CycleProbe {
     /// Start recording frames from `dev_mac` with FrameID `frame_id` on `nic` inside `ns`:
-    /// (receive time in ns of CLOCK_MONOTONIC, CycleCounter read after `c_sdu_len` bytes).
+    /// (kernel receive time in ns of CLOCK_MONOTONIC, CycleCounter read after `c_sdu_len`
+    /// bytes).
     pub fn start(
         ns: &pn_testkit::netns::NetNs,
         nic: &str,
@@ -50,10 +54,15 @@ impl CycleProbe {
         let nic = nic.to_string();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
-            let open = || -> Result<RawSocket, String> {
+            let open = || -> Result<OwnedFd, String> {
                 pn_testkit::netns::join_netns(&path)?;
-                let info = InterfaceInfo::lookup(&nic).map_err(|e| e.to_string())?;
-                RawSocket::open(&info).map_err(|e| e.to_string())
+                let fd = raw::packet_socket(&nic).map_err(|e| format!("probe on {nic}: {e}"))?;
+                raw::setsockopt_int(&fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
+                    .map_err(|e| format!("SO_TIMESTAMPNS: {e}"))?;
+                // A queue that outlasts a stall of this thread: a frame dropped here would
+                // look like a frame lost on the wire.
+                let _ = raw::setsockopt_int(&fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 4 << 20);
+                Ok(fd)
             };
             let sock = match open() {
                 Ok(s) => {
@@ -71,8 +80,13 @@ impl CycleProbe {
             });
             let mut buf = vec![0u8; 2048];
             while !s2.load(Ordering::Relaxed) {
-                if let Ok(Some(n)) = sock.recv(&mut buf, Duration::from_millis(20)) {
-                    let t = pn_controller::rtsched::now().0;
+                if !raw::poll_in(&sock, 20) {
+                    continue;
+                }
+                // Kernel stamps are CLOCK_REALTIME; the callers' clock is CLOCK_MONOTONIC.
+                let offset = raw::realtime_ns().saturating_sub(raw::mono_ns());
+                while let Some((n, ts, _)) = raw::recv_stamped(&sock, &mut buf) {
+                    let t = ts.saturating_sub(offset);
                     let f = &buf[..n];
                     if f.get(6..12) != Some(&dev_mac[..]) {
                         continue;
