@@ -166,8 +166,13 @@ impl Rig {
     }
 
     pub fn http(&self, method: &str, path: &str, body: Option<Value>) -> Value {
-        dk::api_json_result(self.dev_ns.name(), method, path, body.as_ref())
-            .unwrap_or_else(|e| panic!("{e}\ndaemon log:\n{}", self.log()))
+        dk::api_json_result(self.dev_ns.name(), method, path, body.as_ref()).unwrap_or_else(|e| {
+            panic!(
+                "{e}\ndaemon threads:\n{}daemon log:\n{}",
+                dk::thread_report(self.child.id()),
+                self.log()
+            )
+        })
     }
 
     pub fn status(&self) -> Value {

@@ -479,6 +479,47 @@ pub fn read_log(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
 
+/// Where each thread of process `pid` is, for a failure message when the process stopped
+/// answering: per thread its name, state, scheduling policy and priority, last CPU, CPU time,
+/// the kernel function it sleeps in and its kernel stack (as root). Empty when `pid` is gone.
+pub fn thread_report(pid: u32) -> String {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return String::new();
+    };
+    let mut tids: Vec<u32> = tasks
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    let mut out = String::new();
+    for tid in tids {
+        let dir = format!("/proc/{pid}/task/{tid}");
+        let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).unwrap_or_default();
+        let stat = read("stat");
+        // Fields after the parenthesised name: state is the 3rd field, utime/stime the 14th and
+        // 15th, processor the 39th, rt_priority the 40th, policy the 41st.
+        let rest: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, r)| r.split_whitespace().collect())
+            .unwrap_or_default();
+        let field = |n: usize| rest.get(n - 3).copied().unwrap_or("?");
+        out.push_str(&format!(
+            "  {tid} {:<16} state {} policy {} rt_prio {} cpu {} utime+stime {} ticks, wchan {}\n",
+            read("comm").trim(),
+            field(3),
+            field(41),
+            field(40),
+            field(39),
+            field(14).parse::<u64>().unwrap_or(0) + field(15).parse::<u64>().unwrap_or(0),
+            read("wchan").trim()
+        ));
+        for line in read("stack").lines().take(8) {
+            out.push_str(&format!("      {line}\n"));
+        }
+    }
+    out
+}
+
 /// One HTTP request to the daemon's API inside the namespace named `ns` (the testkit's own
 /// HTTP client, see [`crate::http`]).
 pub fn api_request(
@@ -569,6 +610,29 @@ pub fn kill(child: &mut Child) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thread_report_shows_each_thread_and_the_running_one() {
+        let (release, wait) = std::sync::mpsc::channel::<()>();
+        let named = std::thread::Builder::new()
+            .name("tr-parked".into())
+            .spawn(move || {
+                let _ = wait.recv();
+            })
+            .unwrap();
+        // The parked thread shows up by name once it runs (its name is set by the thread).
+        let report = crate::poll::some(Duration::from_secs(5), || {
+            let r = thread_report(std::process::id());
+            r.contains("tr-parked").then_some(r)
+        })
+        .expect("the named thread in the report");
+        // The reporting thread reads its own stat while running.
+        assert!(report.contains("state R"), "{report}");
+        assert!(report.contains("policy 0"), "{report}");
+        drop(release);
+        named.join().unwrap();
+        assert_eq!(thread_report(u32::MAX), "");
+    }
 
     #[test]
     fn merge_replaces_leaves_and_keeps_siblings() {
