@@ -9,9 +9,10 @@
 
 use super::pnet::{PNET_MAC, PNET_PERIOD_US};
 use super::raw;
-use super::recorder::{Kind, Rec};
+use super::recorder::{Kind, Rec, BARE_BESIDE_PNET};
 use super::rig::{cpu_pct, wrk_non2xx, wrk_rps, ChildGuard, CpuLoad, Rig};
 use super::stats::{containing, gaps, intervals, unexplained_gaps, IntervalStats};
+use super::swap;
 use super::{nap, stopped};
 use pn_controller::{ArHandle, ArState};
 use serde::Serialize;
@@ -33,6 +34,10 @@ pub struct Case {
     pub pin: Option<usize>,
     /// With `pin`: the bare sender's SCHED_FIFO priority (`--bare-prio`, default 61).
     pub bare_prio: i32,
+    /// `--swap`: with `pin` and p-net, the CPUs exchanged halfway ([`super::swap`]).
+    pub swap: bool,
+    /// With `pin` and p-net: where the controller's threads run (`--controller-on`).
+    pub controller_on: swap::ControllerOn,
 }
 
 /// The outcome of one case.
@@ -58,6 +63,8 @@ pub struct CaseResult {
     pub ar_state_after: String,
     /// AR aborts during the measurement (time after start, state) and reconnects.
     pub ar_aborts: Vec<String>,
+    /// With `--swap`: the figures of each half.
+    pub halves: Vec<swap::Half>,
     /// Seconds actually measured.
     pub measured_s: f64,
     /// Start of the measurement, CLOCK_REALTIME ns.
@@ -89,6 +96,10 @@ pub struct PnetStream {
     pub stream: IntervalStats,
     /// The controller's frames to p-net.
     pub controller: IntervalStats,
+    /// Pinned: a bare sender on p-net's CPU, one priority below p-net (p-net's same-run
+    /// baseline, as the bare sender beside the device is the device's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bare: Option<IntervalStats>,
     /// p-net |dev| p99 / bare |dev| p99.
     pub ratio_dev_p99: f64,
     /// p-net |dev| p99 / device |dev| p99 (issue 17: at least 3).
@@ -245,7 +256,7 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
     rig.set_hires(case.hires)?;
     let loadavg_before = raw::loadavg1();
     let others = case.pin.map(raw::other_cpus).unwrap_or_default();
-    let _load =
+    let mut load =
         (case.load_threads > 0).then(|| CpuLoad::start_on(case.load_threads, others.clone()));
     let wrk = if case.http_conns > 0 {
         Some(rig.wrk(
@@ -271,9 +282,21 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
             // measures the other's preemption (p-net runs at SCHED_FIFO 70, above the device).
             if let (Some(p), true) = (&rig.pnet, pnet_ar.is_some()) {
                 raw::pin_process(p.pid, &others)?;
+                case.controller_on.place(cpu, &others)?;
             }
             b
         }
+    };
+    // Pinned against p-net: p-net's CPU gets its own baseline.
+    let pnet_bare = match (case.pin, pnet_ar.is_some()) {
+        (Some(_), true) => {
+            let b = rig.pnet_bare_sender(case.period_us, case.seconds + 2)?;
+            if let Some(pid) = b.pid() {
+                raw::pin_process(pid, &others)?;
+            }
+            Some(b)
+        }
+        _ => None,
     };
     // Settle (bare sender start, wrk connections, load threads), then measure.
     nap(Duration::from_millis(500));
@@ -287,8 +310,28 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
     let mut dev = Watched::new(ar);
     let mut pnet = pnet_ar.map(Watched::new);
     let end = t0 + case.seconds * 1_000_000_000;
+    let swap_at = (case.swap && case.pin.is_some()).then_some(t0 + case.seconds * 500_000_000);
+    // (realtime of the exchange, the device's CPU before and after it)
+    let mut swapped: Option<(u64, (usize, usize))> = None;
     while raw::mono_ns() < end && !stopped() && !dev.lost {
         nap(Duration::from_millis(100));
+        if let (Some(at), None, Some(cpu)) = (swap_at, swapped, case.pin) {
+            if raw::mono_ns() >= at {
+                let pnet_pid = rig.pnet.as_ref().filter(|_| pnet.is_some()).map(|p| p.pid);
+                let pid = rig.dev_pid;
+                let pnet_side = [pnet_pid, pnet_bare.as_ref().and_then(ChildGuard::pid)];
+                let now_on = swap::exchange(
+                    cpu,
+                    pid,
+                    bare.pid(),
+                    &pnet_side,
+                    &mut load,
+                    case.load_threads,
+                )?;
+                case.controller_on.place(now_on, &[cpu])?;
+                swapped = Some((raw::realtime_ns(), (cpu, now_on)));
+            }
+        }
         dev.check(rt0, 10, || rig.connect(case.period_us, dhf));
         if let Some(p) = pnet.as_mut() {
             // connect_pnet retries by itself for a while.
@@ -301,16 +344,25 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
     let d1 = rig.diag();
     let rss = raw::vm_rss_kb(rig.dev_pid);
     let pnet_rss = rig.pnet.as_ref().and_then(|p| raw::vm_rss_kb(p.pid));
-    drop(_load);
+    drop(load);
     let bare_report = bare.finish(Duration::from_secs(4)).trim().to_string();
+    if let Some(b) = pnet_bare {
+        b.finish(Duration::from_secs(4));
+    }
     let wrk_out = wrk.map(|w| w.finish(Duration::from_secs(5)));
     if stopped() {
         return Err("interrupted".into());
     }
     let cpu = |i: usize| cpu_pct(ticks0[i], ticks1[i], secs);
-    let s = Streams::split(&recs, &rig.rec().macs(), period_ns);
+    let macs = rig.rec().macs();
+    let halves = swapped.map_or_else(Vec::new, |(t, cpus)| {
+        swap::halves(&recs, &macs, period_ns, t, cpus)
+    });
+    let s = Streams::split(&recs, &macs, period_ns);
     let (bare_p99, dev_p99) = (s.bare.dev_p99, s.device.st.dev_p99);
+    let pnet_bare = s.pnet_bare;
     let pnet = pnet.zip(s.pnet).map(|(w, (p, ctl))| PnetStream {
+        bare: pnet_bare,
         ratio_dev_p99: ratio(p.st.dev_p99, bare_p99),
         p99_pnet_over_device: ratio(p.st.dev_p99, dev_p99),
         unexplained_gaps: p.unexplained,
@@ -338,6 +390,7 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
         device_missed_ticks: counter(&d1, "stackMissedTicks") - counter(&d0, "stackMissedTicks"),
         ar_state_after: format!("{:?}", dev.ar.state()),
         ar_aborts: dev.aborts,
+        halves,
         measured_s: secs,
         t0_realtime_ns: rt0,
         device_cpu_pct: cpu(Procs::DEV),
@@ -365,8 +418,8 @@ pub fn ratio(a: f64, b: f64) -> f64 {
 
 /// One measured stream: its statistics and its gaps > 3 cycles without a bare-sender gap
 /// (longer than 2 cycles) at the same time.
-struct Stream {
-    st: IntervalStats,
+pub(super) struct Stream {
+    pub(super) st: IntervalStats,
     unexplained: usize,
     /// Of them, reconnect outages (a Connect request inside the gap).
     reconnects: usize,
@@ -374,15 +427,17 @@ struct Stream {
 
 /// The recorded streams of a case: the device's frames and the controller's frames to it,
 /// p-net's and the controller's to p-net (by p-net's MAC, when p-net sent), the bare sender's.
-struct Streams {
-    device: Stream,
+pub(super) struct Streams {
+    pub(super) device: Stream,
     controller: Stream,
-    bare: IntervalStats,
-    pnet: Option<(Stream, IntervalStats)>,
+    pub(super) bare: IntervalStats,
+    pub(super) pnet: Option<(Stream, IntervalStats)>,
+    /// The bare sender beside p-net, when one ran.
+    pub(super) pnet_bare: Option<IntervalStats>,
 }
 
 impl Streams {
-    fn split(recs: &[Rec], macs: &[[u8; 6]], period_ns: u64) -> Streams {
+    pub(super) fn split(recs: &[Rec], macs: &[[u8; 6]], period_ns: u64) -> Streams {
         let pnet_idx = macs.iter().position(|m| *m == PNET_MAC);
         let of = |k: Kind, pnet: bool| -> Vec<u64> {
             recs.iter()
@@ -392,7 +447,12 @@ impl Streams {
         };
         let bare_ts: Vec<u64> = recs
             .iter()
-            .filter(|r| r.kind == Kind::Bare)
+            .filter(|r| r.kind == Kind::Bare && r.src != BARE_BESIDE_PNET)
+            .map(|r| r.ts)
+            .collect();
+        let pnet_bare_ts: Vec<u64> = recs
+            .iter()
+            .filter(|r| r.kind == Kind::Bare && r.src == BARE_BESIDE_PNET)
             .map(|r| r.ts)
             .collect();
         let bare_gaps = gaps(&bare_ts, period_ns, 2.0);
@@ -414,6 +474,7 @@ impl Streams {
             device: stream(&of(Kind::DevCyclic, false)),
             controller: stream(&of(Kind::CtlCyclic, false)),
             bare: intervals(&bare_ts, period_ns),
+            pnet_bare: (!pnet_bare_ts.is_empty()).then(|| intervals(&pnet_bare_ts, period_ns)),
             pnet: pnet_idx.map(|_| {
                 let ctl = intervals(&of(Kind::CtlCyclic, true), period_ns);
                 (stream(&of(Kind::DevCyclic, true)), ctl)
@@ -562,7 +623,7 @@ pub fn pnet_verdict(r: &CaseResult, min_ratio: f64) -> Option<String> {
     let met = |ok: bool| if ok { "MET" } else { "MISSED" };
     let shown: Vec<&str> = p.ar_aborts.iter().take(5).map(String::as_str).collect();
     Some(format!(
-        "{} us {} against p-net: missed cycles device {dm} vs p-net {pm} (target device <= p-net: {}); |dev| p99 p-net {:.1} us / device {:.1} us = {:.2}x (target >= {min_ratio}x: {}); interval p99 p-net {:.0} us, device {:.0} us; gaps>3 device {} p-net {} bare {}; p-net AR ends {} (controller watchdog expiries {}){}",
+        "{} us {} against p-net: missed cycles device {dm} vs p-net {pm} (target device <= p-net: {}); |dev| p99 p-net {:.1} us / device {:.1} us = {:.2}x (target >= {min_ratio}x: {}); interval p99 p-net {:.0} us, device {:.0} us; gaps>3 device {} p-net {} bare {}; p-net AR ends {} (controller watchdog expiries {}){}{}",
         r.case.period_us,
         if r.case.load_threads > 0 { "loaded" } else { "idle" },
         met(dm <= pm),
@@ -582,6 +643,10 @@ pub fn pnet_verdict(r: &CaseResult, min_ratio: f64) -> Option<String> {
         } else {
             format!(": {}{}", shown.join(", "), if p.ar_aborts.len() > 5 { ", ..." } else { "" })
         },
+        p.bare.as_ref().map_or(String::new(), |b| format!(
+            "; each CPU's bare sender: missed beside the device {} beside p-net {}, |dev| p99 {:.1} / {:.1} us",
+            r.bare.missed_cycles, b.missed_cycles, r.bare.dev_p99, b.dev_p99
+        )),
     ))
 }
 
@@ -608,6 +673,8 @@ mod tests {
                 seconds: 10,
                 pin: None,
                 bare_prio: 61,
+                swap: false,
+                controller_on: swap::ControllerOn::Free,
             },
             device: stats(10_000, 20.0, 5),
             controller: stats(10_000, 30.0, 7),
@@ -622,6 +689,7 @@ mod tests {
             device_missed_ticks: 0,
             ar_state_after: "DataExchange".into(),
             ar_aborts: vec![],
+            halves: vec![],
             measured_s: 10.0,
             t0_realtime_ns: 0,
             device_cpu_pct: Some(10.0),
@@ -642,6 +710,7 @@ mod tests {
         PnetStream {
             stream: stats(9_990, dev_p99, missed),
             controller: stats(10_000, 30.0, 0),
+            bare: None,
             ratio_dev_p99: ratio(dev_p99, 40.0),
             p99_pnet_over_device: ratio(dev_p99, 20.0),
             unexplained_gaps: 0,
@@ -687,5 +756,14 @@ mod tests {
         let v = pnet_verdict(&result(Some(pnet(50.0, 4))), 3.0).unwrap();
         assert!(v.contains("(target device <= p-net: MISSED)"), "{v}");
         assert!(v.contains("= 2.50x (target >= 3x: MISSED)"), "{v}");
+        assert!(!v.contains("each CPU's bare sender"), "{v}");
+        // Pinned, p-net's CPU has its own bare sender: both baselines are named.
+        let mut p = pnet(50.0, 4);
+        p.bare = Some(stats(10_000, 12.5, 6));
+        let v = pnet_verdict(&result(Some(p)), 3.0).unwrap();
+        assert!(
+            v.contains("missed beside the device 9 beside p-net 6, |dev| p99 40.0 / 12.5 us"),
+            "{v}"
+        );
     }
 }

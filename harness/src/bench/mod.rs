@@ -20,6 +20,7 @@ pub mod recorder;
 pub mod rig;
 pub mod scale;
 pub mod stats;
+pub mod swap;
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -133,6 +134,17 @@ pub struct CycleArgs {
     /// (docs/decisions.md §39). All CPUs alike, so p-net's CPU too.
     #[arg(long)]
     pub cpu_poll: bool,
+    /// With --pin and --pnet: halfway through each 1 ms case, exchange the CPUs (the device
+    /// and the bare sender move to the other CPU, p-net and the load threads to --pin), so
+    /// that each stack has each CPU for half the run; the halves are reported apart too. The
+    /// CPUs of a VM differ (docs/benchmarks.md, session 16).
+    #[arg(long, requires = "pin")]
+    pub swap: bool,
+    /// With --pin and --pnet: where the controller's threads run: free (the scheduler's
+    /// choice), or pinned beside the device or beside p-net (following it across --swap). The
+    /// network processing of its sends runs on its CPU.
+    #[arg(long, value_enum, default_value_t = swap::ControllerOn::Free, requires = "pin")]
+    pub controller_on: swap::ControllerOn,
     #[command(flatten)]
     pub pnet: pnet::PnetArgs,
     #[command(flatten)]
@@ -331,6 +343,27 @@ fn run_cycle(opts: &CycleArgs) -> Result<(), String> {
     println!("machine: {}", raw::machine());
     println!("DataHoldFactor {dhf}, {seconds} s per case");
     let pnet = pnet::resolve(&opts.pnet, &|p| p.is_file())?;
+    if opts.swap && pnet.is_none() {
+        return Err("--swap exchanges the device's CPU with p-net's: it needs --pnet".into());
+    }
+    if opts.controller_on != swap::ControllerOn::Free && pnet.is_none() {
+        return Err(
+            "--controller-on places the controller beside one of two stacks: it needs --pnet"
+                .into(),
+        );
+    }
+    if opts.pin.is_some() && pnet.is_some() {
+        println!(
+            "CPUs: the device and its bare sender on {}, p-net and the load threads on the other{}; the controller's threads {}",
+            opts.pin.unwrap_or(0),
+            if opts.swap { ", exchanged halfway" } else { "" },
+            match opts.controller_on {
+                swap::ControllerOn::Free => "free",
+                swap::ControllerOn::Device => "beside the device",
+                swap::ControllerOn::Pnet => "beside p-net",
+            }
+        );
+    }
     let _poll = match opts.cpu_poll {
         true => {
             let p = raw::CpuPoll::start()?;
@@ -374,6 +407,8 @@ fn run_cycle(opts: &CycleArgs) -> Result<(), String> {
                         seconds,
                         pin: opts.pin,
                         bare_prio: opts.bare_prio.unwrap_or(61),
+                        swap: opts.swap,
+                        controller_on: opts.controller_on,
                     };
                     match cycle::run_case(&mut rig, &case, dhf) {
                         Ok(r) => {
@@ -397,6 +432,7 @@ fn run_cycle(opts: &CycleArgs) -> Result<(), String> {
         if let Some(v) = cycle::pnet_verdict(r, 3.0) {
             println!("{v}");
         }
+        print!("{}", swap::lines(&r.halves));
         if let Some(rss) = r.device_rss_kb {
             println!("  device VmRSS {rss} kB; bare sender: {}", r.bare_report);
         }

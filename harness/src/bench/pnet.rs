@@ -164,7 +164,9 @@ pub struct Pnet {
     pub ar: Option<ArHandle>,
     // Drop order: the process, then its namespace (with its end of the veth), then storage.
     proc: ChildGuard,
-    _ns: NetNs,
+    ns: NetNs,
+    /// p-net's interface in its namespace (MAC [`PNET_MAC`]).
+    nic: String,
     storage: tempfile::TempDir,
     pub pid: u32,
     paths: PnetPaths,
@@ -206,7 +208,8 @@ impl Pnet {
             ar: None,
             pid: child.id(),
             proc: ChildGuard(Some(child)),
-            _ns: ns,
+            ns,
+            nic: veth.a.clone(),
             storage,
             paths: paths.clone(),
         };
@@ -215,6 +218,24 @@ impl Pnet {
             return Err(format!("pn_dev exited at start ({st}):\n{}", p.log_tail()));
         }
         Ok(p)
+    }
+
+    /// `pn-bare-sender` in p-net's namespace on p-net's interface, so its frames carry
+    /// [`PNET_MAC`] as their source (the recorder keeps them apart by it), to `dst`, at
+    /// SCHED_FIFO `prio`: the same-run baseline of p-net's CPU.
+    pub fn bare_sender(
+        &self,
+        dst: &str,
+        period_us: u64,
+        seconds: u64,
+        prio: i32,
+    ) -> Result<ChildGuard, String> {
+        super::rig::bare_sender_in(&self.ns, &self.nic, Some(dst), period_us, seconds, prio)
+    }
+
+    /// p-net's SCHED_FIFO priority.
+    pub fn prio(&self) -> i32 {
+        i32::from(self.paths.prio)
     }
 
     /// The last lines of pn_dev's output.

@@ -441,6 +441,22 @@ pub fn thread_path(pid: u32, comm: &str) -> Option<String> {
     None
 }
 
+/// Pin every thread of this process whose name starts with `prefix` to `cpus`; how many.
+pub fn pin_own_threads(prefix: &str, cpus: &[usize]) -> Result<usize, String> {
+    let dir = std::fs::read_dir("/proc/self/task").map_err(|e| format!("/proc/self/task: {e}"))?;
+    let mut n = 0;
+    for e in dir.flatten() {
+        let named = std::fs::read_to_string(e.path().join("comm"))
+            .is_ok_and(|c| c.trim().starts_with(prefix));
+        let tid: u32 = e.file_name().to_string_lossy().parse().unwrap_or(0);
+        if named && tid != 0 {
+            set_affinity(tid, cpus).map_err(|e| format!("pin thread {tid} to {cpus:?}: {e}"))?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
 /// `VmRSS` of a process in kB.
 pub fn vm_rss_kb(pid: u32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;

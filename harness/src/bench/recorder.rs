@@ -6,6 +6,7 @@
 //! kernel, so the recorder's own scheduling does not shift them; frames the socket had to drop
 //! (receive buffer full) are counted from `PACKET_STATISTICS` and reported.
 
+use super::pnet::PNET_MAC;
 use super::raw;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -27,13 +28,17 @@ pub enum Kind {
     /// A cyclic RT frame sent by the controller.
     CtlCyclic,
     /// A frame of a bare sender (`src` 0: one on the devices' side, received; 1: one on
-    /// this host's bridge, seen at transmit).
+    /// this host's bridge, seen at transmit; [`BARE_BESIDE_PNET`]: one in p-net's
+    /// namespace, by its source MAC).
     Bare,
     /// A DCE/RPC request sent by the controller (opnum).
     RpcOut(u16),
     /// Anything else.
     Other,
 }
+
+/// `src` of a [`Kind::Bare`] frame sent from p-net's interface (source MAC [`PNET_MAC`]).
+pub const BARE_BESIDE_PNET: u16 = 2;
 
 /// One recorded frame.
 #[derive(Debug, Clone, Copy)]
@@ -162,6 +167,9 @@ fn run(sh: Arc<Shared>, fd: OwnedFd) {
                                 (macs.len() - 1) as u16
                             }
                         }
+                    }
+                    _ if kind == Kind::Bare && frame.get(6..12) == Some(&PNET_MAC[..]) => {
+                        BARE_BESIDE_PNET
                     }
                     _ => u16::from(kind == Kind::Bare && outgoing),
                 };

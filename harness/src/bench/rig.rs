@@ -364,33 +364,64 @@ impl Rig {
         seconds: u64,
         prio: i32,
     ) -> Result<ChildGuard, String> {
-        let bin = sibling_binary("pn-bare-sender")?;
-        let mut cmd = self.lab.ns_dev.command(bin);
-        if let (Some(_), Some(c)) = (&self.pnet, &self.ctl) {
-            cmd.args(["--dst", &c.interface().mac.to_string()]);
-        }
-        cmd.args(["--fifo", &prio.to_string()]);
-        let c = cmd
-            .args([
-                "--iface",
-                self.lab.nic(),
-                "--period-us",
-                &period_us.to_string(),
-                "--duration-s",
-                &seconds.to_string(),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("pn-bare-sender: {e}"))?;
-        Ok(ChildGuard(Some(c)))
+        let dst = match (&self.pnet, &self.ctl) {
+            (Some(_), Some(c)) => Some(c.interface().mac.to_string()),
+            _ => None,
+        };
+        bare_sender_in(
+            &self.lab.ns_dev,
+            self.lab.nic(),
+            dst.as_deref(),
+            period_us,
+            seconds,
+            prio,
+        )
+    }
+
+    /// With p-net attached and the controller up: a bare sender beside p-net, one SCHED_FIFO
+    /// priority below it (as `--bare-prio 59` is below the device's cyclic thread).
+    pub fn pnet_bare_sender(&self, period_us: u64, seconds: u64) -> Result<ChildGuard, String> {
+        let (Some(p), Some(c)) = (&self.pnet, &self.ctl) else {
+            return Err("no p-net or no controller".into());
+        };
+        p.bare_sender(
+            &c.interface().mac.to_string(),
+            period_us,
+            seconds,
+            p.prio() - 1,
+        )
     }
 
     /// wrk against the device API inside the device namespace.
     pub fn wrk(&self, url: &str, conns: u32, seconds: u64) -> Result<ChildGuard, String> {
         wrk_in(&self.lab.ns_dev, url, conns, seconds)
     }
+}
+
+/// `pn-bare-sender` in `ns` on `iface` (to `dst`, else broadcast) every `period_us` for
+/// `seconds` at SCHED_FIFO `prio`.
+pub fn bare_sender_in(
+    ns: &pn_testkit::netns::NetNs,
+    iface: &str,
+    dst: Option<&str>,
+    period_us: u64,
+    seconds: u64,
+    prio: i32,
+) -> Result<ChildGuard, String> {
+    let mut cmd = ns.command(sibling_binary("pn-bare-sender")?);
+    if let Some(d) = dst {
+        cmd.args(["--dst", d]);
+    }
+    let c = cmd
+        .args(["--fifo", &prio.to_string(), "--iface", iface])
+        .args(["--period-us", &period_us.to_string()])
+        .args(["--duration-s", &seconds.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("pn-bare-sender in {}: {e}", ns.name()))?;
+    Ok(ChildGuard(Some(c)))
 }
 
 /// Run wrk inside `ns`.
