@@ -176,7 +176,13 @@ impl Daemon {
     }
 
     pub fn pnctl_env(&self, args: &[&str], envs: &[(&str, &str)]) -> Run {
-        pnctl_in(&self.ns, args, envs)
+        let mut r = pnctl_in(&self.ns, args, envs);
+        if r.code == 3 && r.stderr.contains("no answer") {
+            if let Some(c) = &self.child {
+                r.daemon_threads = pn_testkit::daemon::thread_report(c.id());
+            }
+        }
+        r
     }
 
     /// One line on the simulated plane's control socket.
@@ -242,6 +248,9 @@ pub struct Run {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
+    /// When pnctl waited in vain for an answer of a daemon that runs: where each of the
+    /// daemon's threads was right after (empty otherwise), for the failure message.
+    pub daemon_threads: String,
 }
 
 impl Run {
@@ -265,6 +274,7 @@ pub fn pnctl_in(ns: &NetNs, args: &[&str], envs: &[(&str, &str)]) -> Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        daemon_threads: String::new(),
     }
 }
 
