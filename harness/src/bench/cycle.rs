@@ -223,6 +223,49 @@ impl Procs {
     }
 }
 
+/// The case's bare senders, placed: beside the device (pinned: with the device on `case.pin`,
+/// p-net and the controller placed on `others`), and pinned against p-net a second one on
+/// p-net's CPU.
+fn start_baselines(
+    rig: &Rig,
+    case: &Case,
+    others: &[usize],
+    with_pnet: bool,
+) -> Result<(ChildGuard, Option<ChildGuard>), String> {
+    // Pinned, the bare sender shares the device's CPU, by default one priority above the
+    // device's cyclic thread (60), so the device's spin before its deadline cannot delay the
+    // baseline (`--bare-prio`: decisions §38).
+    let bare = match case.pin {
+        None => rig.bare_sender(case.period_us, case.seconds + 2)?,
+        Some(cpu) => {
+            let b = rig.bare_sender_prio(case.period_us, case.seconds + 2, case.bare_prio)?;
+            if let Some(pid) = b.pid() {
+                raw::pin_process(pid, &[cpu])?;
+            }
+            raw::pin_process(rig.dev_pid, &[cpu])?;
+            // p-net (`--pnet`) on the other CPUs: a CPU for each device, so that neither
+            // measures the other's preemption (p-net runs at SCHED_FIFO 70, above the device).
+            if let (Some(p), true) = (&rig.pnet, with_pnet) {
+                raw::pin_process(p.pid, others)?;
+                case.controller_on.place(cpu, others)?;
+            }
+            b
+        }
+    };
+    // Pinned against p-net: p-net's CPU gets its own baseline.
+    let pnet_bare = match (case.pin, with_pnet) {
+        (Some(_), true) => {
+            let b = rig.pnet_bare_sender(case.period_us, case.seconds + 2)?;
+            if let Some(pid) = b.pid() {
+                raw::pin_process(pid, others)?;
+            }
+            Some(b)
+        }
+        _ => None,
+    };
+    Ok((bare, pnet_bare))
+}
+
 /// Connect the device's AR (and p-net's at its period) when not up at the case's period.
 fn prepare(rig: &mut Rig, case: &Case, dhf: u16) -> Result<(ArHandle, Option<ArHandle>), String> {
     let up = |a: Option<&ArHandle>| {
@@ -267,37 +310,7 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
     } else {
         None
     };
-    // Pinned, the bare sender shares the device's CPU, by default one priority above the
-    // device's cyclic thread (60), so the device's spin before its deadline cannot delay the
-    // baseline (`--bare-prio`: decisions §38).
-    let bare = match case.pin {
-        None => rig.bare_sender(case.period_us, case.seconds + 2)?,
-        Some(cpu) => {
-            let b = rig.bare_sender_prio(case.period_us, case.seconds + 2, case.bare_prio)?;
-            if let Some(pid) = b.pid() {
-                raw::pin_process(pid, &[cpu])?;
-            }
-            raw::pin_process(rig.dev_pid, &[cpu])?;
-            // p-net (`--pnet`) on the other CPUs: a CPU for each device, so that neither
-            // measures the other's preemption (p-net runs at SCHED_FIFO 70, above the device).
-            if let (Some(p), true) = (&rig.pnet, pnet_ar.is_some()) {
-                raw::pin_process(p.pid, &others)?;
-                case.controller_on.place(cpu, &others)?;
-            }
-            b
-        }
-    };
-    // Pinned against p-net: p-net's CPU gets its own baseline.
-    let pnet_bare = match (case.pin, pnet_ar.is_some()) {
-        (Some(_), true) => {
-            let b = rig.pnet_bare_sender(case.period_us, case.seconds + 2)?;
-            if let Some(pid) = b.pid() {
-                raw::pin_process(pid, &others)?;
-            }
-            Some(b)
-        }
-        _ => None,
-    };
+    let (bare, pnet_bare) = start_baselines(rig, case, &others, pnet_ar.is_some())?;
     // Settle (bare sender start, wrk connections, load threads), then measure.
     nap(Duration::from_millis(500));
     rig.rec().clear();
@@ -310,7 +323,9 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
     let mut dev = Watched::new(ar);
     let mut pnet = pnet_ar.map(Watched::new);
     let end = t0 + case.seconds * 1_000_000_000;
-    let swap_at = (case.swap && case.pin.is_some()).then_some(t0 + case.seconds * 500_000_000);
+    // Only against p-net (1 ms cases), as `--swap` says: there is nothing to exchange with.
+    let swap_at = (case.swap && case.pin.is_some() && pnet.is_some())
+        .then_some(t0 + case.seconds * 500_000_000);
     // (realtime of the exchange, the device's CPU before and after it)
     let mut swapped: Option<(u64, (usize, usize))> = None;
     while raw::mono_ns() < end && !stopped() && !dev.lost {

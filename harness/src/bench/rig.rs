@@ -388,7 +388,7 @@ impl Rig {
             &c.interface().mac.to_string(),
             period_us,
             seconds,
-            p.prio() - 1,
+            (p.prio() - 1).max(1),
         )
     }
 
