@@ -34,6 +34,7 @@ const KNOWN_KEYS: &[&str] = &[
     "Licence:TrustedPublicKeys",
     "Licence:RecheckIntervalSeconds",
     "Timer:HighResolution",
+    "Cyclic:StandbyCpu",
     "Runtime:AutoStart",
     "Io:DeliveryWaitMs",
     "Driver:WatchdogMs",
@@ -47,6 +48,7 @@ const KNOWN_KEYS: &[&str] = &[
     "Dev:FaultStartMode",
     "Dev:FaultStartTimes",
     "Dev:FaultPanicPath",
+    "Dev:FaultProviderHold",
 ];
 
 /// Parsed service settings.
@@ -68,6 +70,9 @@ pub struct Settings {
     pub licence_recheck: std::time::Duration,
     /// `Timer:HighResolution`: initial high-resolution timer switch.
     pub high_resolution_timer: bool,
+    /// `Cyclic:StandbyCpu`: CPU of the provider's standby sender (`stack::standby`); -1 (the
+    /// default) = none.
+    pub standby_cpu: Option<usize>,
     /// `Runtime:AutoStart`: start the slave when the daemon starts.
     pub auto_start: bool,
     /// `Io:DeliveryWaitMs`: upper bound of the wait for the cyclic thread in `POST /api/io`;
@@ -213,6 +218,10 @@ impl Settings {
         if !(0.0..=60_000.0).contains(&wd) || !(0.0..=10_000.0).contains(&dw) {
             return Err("Driver:WatchdogMs / Io:DeliveryWaitMs out of range".into());
         }
+        let standby = n("Cyclic:StandbyCpu")?;
+        if !(-1.0..=1023.0).contains(&standby) || standby.fract() != 0.0 {
+            return Err("Cyclic:StandbyCpu must be -1 (no standby) or a CPU number 0..1023".into());
+        }
         let default_nic = s("Network:DefaultInterfaceName")?;
         let api_key = s("Api:ApiKey")?;
         Ok(Settings {
@@ -228,6 +237,7 @@ impl Settings {
             trusted_keys,
             licence_recheck: std::time::Duration::from_secs_f64(recheck),
             high_resolution_timer: b("Timer:HighResolution")?,
+            standby_cpu: (standby >= 0.0).then_some(standby as usize),
             auto_start: b("Runtime:AutoStart")?,
             delivery_wait_ms: dw as u64,
             watchdog_ms: wd as u32,
@@ -242,6 +252,7 @@ impl Settings {
                 &s("Dev:FaultStartMode")?,
                 n("Dev:FaultStartTimes")?,
                 &s("Dev:FaultPanicPath")?,
+                &s("Dev:FaultProviderHold")?,
             )?,
             unknown_keys,
         })
@@ -299,6 +310,17 @@ mod tests {
         assert!(Settings::from_json_text(Some(r#"{"Paths":{"PersistenceDir":""}}"#)).is_err());
         let u = Settings::from_json_text(Some(r#"{"Foo":{"Bar":1}}"#)).unwrap();
         assert_eq!(u.unknown_keys, vec!["Foo:Bar".to_string()]);
+    }
+
+    #[test]
+    fn standby_cpu_is_off_by_default_and_checked() {
+        assert_eq!(Settings::embedded().standby_cpu, None);
+        let on = Settings::from_json_text(Some(r#"{"Cyclic":{"StandbyCpu":0}}"#)).unwrap();
+        assert_eq!(on.standby_cpu, Some(0));
+        for bad in ["-2", "1.5", "1024", "\"0\""] {
+            let e = Settings::from_json_text(Some(&format!(r#"{{"Cyclic:StandbyCpu":{bad}}}"#)));
+            assert!(e.is_err_and(|e| e.contains("Cyclic:StandbyCpu")), "{bad}");
+        }
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! | `Dev:FaultStartMode` | `Any` (default), `Fresh` or `Reuse`: which starts fail |
 //! | `Dev:FaultStartTimes` | how many matching starts fail (default 1) |
 //! | `Dev:FaultPanicPath` | an API path whose handler panics (to show the 500 path) |
+//! | `Dev:FaultProviderHold` | `MS/EVERY`: the provider's real-time thread stops for MS ms after every EVERY frames it sent, as on a vCPU the hypervisor holds (the standby sender's test) |
 
 #[cfg(feature = "test-hooks")]
 use std::sync::{Arc, Mutex};
@@ -37,16 +38,42 @@ pub struct StartFault {
     pub times: u32,
 }
 
+/// `Dev:FaultProviderHold`: the provider's thread stops for `ms` after every `every` frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProviderHold {
+    pub ms: u32,
+    pub every: u32,
+}
+
+impl ProviderHold {
+    fn parse(s: &str) -> Result<Option<ProviderHold>, String> {
+        if s.is_empty() {
+            return Ok(None);
+        }
+        let err = || format!("Dev:FaultProviderHold '{s}': want MS/EVERY (1..1000 / 1..1000000)");
+        let (ms, every) = s.split_once('/').ok_or_else(err)?;
+        let (ms, every): (u32, u32) = (
+            ms.trim().parse().map_err(|_| err())?,
+            every.trim().parse().map_err(|_| err())?,
+        );
+        if !(1..=1000).contains(&ms) || !(1..=1_000_000).contains(&every) {
+            return Err(err());
+        }
+        Ok(Some(ProviderHold { ms, every }))
+    }
+}
+
 /// All configured fault-injection points.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Faults {
     pub start: Option<StartFault>,
     pub panic_path: Option<String>,
+    pub provider_hold: Option<ProviderHold>,
 }
 
 impl Faults {
     pub fn any(&self) -> bool {
-        self.start.is_some() || self.panic_path.is_some()
+        self.start.is_some() || self.panic_path.is_some() || self.provider_hold.is_some()
     }
 
     /// Parse the `Dev:Fault*` settings (already flattened to colon paths).
@@ -56,6 +83,7 @@ impl Faults {
         mode: &str,
         times: f64,
         panic_path: &str,
+        provider_hold: &str,
     ) -> Result<Faults, String> {
         let start = if failure.is_empty() {
             None
@@ -98,6 +126,7 @@ impl Faults {
         Ok(Faults {
             start,
             panic_path: (!panic_path.is_empty()).then(|| panic_path.to_string()),
+            provider_hold: ProviderHold::parse(provider_hold)?,
         })
     }
 }
@@ -178,7 +207,7 @@ mod tests {
 
     #[test]
     fn settings_parse_and_validate() {
-        let f = Faults::from_settings("ReuseStack", -1.0, "Reuse", 0.0, "").unwrap();
+        let f = Faults::from_settings("ReuseStack", -1.0, "Reuse", 0.0, "", "").unwrap();
         assert_eq!(
             f.start,
             Some(StartFault {
@@ -188,16 +217,33 @@ mod tests {
                 times: 1
             })
         );
-        assert!(!Faults::from_settings("", 0.0, "", 0.0, "").unwrap().any());
-        assert!(Faults::from_settings("Boom", 0.0, "", 0.0, "").is_err());
-        assert!(Faults::from_settings("StartPhase", 0.5, "", 0.0, "").is_err());
-        assert!(Faults::from_settings("StartPhase", 0.0, "Sometimes", 0.0, "").is_err());
+        assert!(!Faults::from_settings("", 0.0, "", 0.0, "", "")
+            .unwrap()
+            .any());
+        assert!(Faults::from_settings("Boom", 0.0, "", 0.0, "", "").is_err());
+        assert!(Faults::from_settings("StartPhase", 0.5, "", 0.0, "", "").is_err());
+        assert!(Faults::from_settings("StartPhase", 0.0, "Sometimes", 0.0, "", "").is_err());
         assert_eq!(
-            Faults::from_settings("", 0.0, "", 0.0, "/api/diag")
+            Faults::from_settings("", 0.0, "", 0.0, "/api/diag", "")
                 .unwrap()
                 .panic_path
                 .as_deref(),
             Some("/api/diag")
         );
+        let h = Faults::from_settings("", 0.0, "", 0.0, "", "20/1000").unwrap();
+        assert_eq!(
+            h.provider_hold,
+            Some(ProviderHold {
+                ms: 20,
+                every: 1000
+            })
+        );
+        assert!(h.any());
+        for bad in ["20", "0/10", "20/0", "x/1", "2000/1"] {
+            assert!(
+                Faults::from_settings("", 0.0, "", 0.0, "", bad).is_err(),
+                "{bad}"
+            );
+        }
     }
 }

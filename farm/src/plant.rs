@@ -161,6 +161,8 @@ pub fn stack_config(
         im: ImRemanent::default(),
         records: Vec::new(),
         high_resolution_timer: false,
+        standby_cpu: None,
+        provider_hold: None,
         input_len: cfg.input_len,
         output_len: cfg.output_len,
         fingerprint: String::new(),

@@ -57,6 +57,16 @@ pub fn spawn_daemon(
 
 /// [`spawn_daemon`] with the configuration XML given.
 pub fn spawn_daemon_xml(dev_ns: &NetNs, nic: &str, config: String) -> (Child, PathBuf, PathBuf) {
+    spawn_daemon_with(dev_ns, nic, config, json!({}))
+}
+
+/// [`spawn_daemon_xml`] with `settings` merged over the tests' settings.
+pub fn spawn_daemon_with(
+    dev_ns: &NetNs,
+    nic: &str,
+    config: String,
+    settings_extra: Value,
+) -> (Child, PathBuf, PathBuf) {
     let dir = std::env::temp_dir().join(format!(
         "pnc-test-{}-{}",
         std::process::id(),
@@ -74,6 +84,7 @@ pub fn spawn_daemon_xml(dev_ns: &NetNs, nic: &str, config: String) -> (Child, Pa
         &mut settings,
         json!({"Runtime": {"AutoStart": false}, "Timer": {"HighResolution": true}}),
     );
+    dk::merge(&mut settings, settings_extra);
     dk::write_settings(&dir.join("settings.json"), &settings);
     let child = Launcher::new(dev_ns.name(), bin, dir.join("daemon.log"))
         .settings(dir.join("settings.json"))
@@ -123,6 +134,11 @@ impl Rig {
 
     /// [`Rig::start`] with the configuration `xml(nic)` (e.g. [`config_xml`] with changes).
     pub fn start_xml(tag: &str, xml: impl FnOnce(&str) -> String) -> Rig {
+        Rig::start_with(tag, xml, json!({}))
+    }
+
+    /// [`Rig::start_xml`] with `settings` merged over the tests' daemon settings.
+    pub fn start_with(tag: &str, xml: impl FnOnce(&str) -> String, settings: Value) -> Rig {
         let (ctl_ns, dev_ns, veth) = Veth::controller_device(
             tag,
             Some(&format!("{CTL_IP}/24")),
@@ -130,7 +146,7 @@ impl Rig {
         )
         .expect("namespaces and veth pair");
         let config = xml(&veth.b);
-        let (mut child, dir, xml) = spawn_daemon_xml(&dev_ns, &veth.b, config);
+        let (mut child, dir, xml) = spawn_daemon_with(&dev_ns, &veth.b, config, settings);
         wait_and_start(&dev_ns, &mut child, &dir);
         let rig = Rig {
             dev_ns,

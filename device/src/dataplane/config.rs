@@ -49,6 +49,11 @@ pub struct StackConfig {
     /// Use the high-resolution timer (absolute `clock_nanosleep` deadlines, SCHED_FIFO where
     /// permitted) for the cyclic thread.
     pub high_resolution_timer: bool,
+    /// `Cyclic:StandbyCpu`: run a standby sender for the provider on this CPU (and the
+    /// provider's thread off it); `None` = no standby (`stack::standby`).
+    pub standby_cpu: Option<usize>,
+    /// TEST ONLY `Dev:FaultProviderHold` (acted on in test-hooks builds only).
+    pub provider_hold: Option<crate::fault::ProviderHold>,
     /// Summed and clamped area sizes (equal to the image's lengths).
     pub input_len: usize,
     pub output_len: usize,

@@ -176,6 +176,8 @@ impl Runtime {
             im: rem.im.clone(),
             records: rem.records.clone(),
             high_resolution_timer: sh.high_res,
+            standby_cpu: self.settings.standby_cpu,
+            provider_hold: self.settings.faults.provider_hold,
             input_len: c.input_len,
             output_len: c.output_len,
             fingerprint: String::new(),

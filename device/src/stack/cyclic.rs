@@ -72,7 +72,7 @@ pub fn mono_ns() -> u64 {
         .saturating_add(ts.tv_nsec as u64)
 }
 
-fn sleep_until_abs(deadline_ns: u64) {
+pub(super) fn sleep_until_abs(deadline_ns: u64) {
     let ts = libc::timespec {
         tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
@@ -134,6 +134,9 @@ pub struct CyclicShared {
     /// Incremented by every [`CyclicShared::set_consumer`] (the cyclic receive socket's filter
     /// follows it, see `super::cyclic_rx_loop`).
     pub consumer_gen: AtomicU64,
+    /// The standby sender's plan and the slot claim the provider shares with it (claimed
+    /// also without a standby: one atomic per cycle).
+    pub standby: super::standby::StandbyShared,
 }
 
 /// [`CyclicShared::consumer_fid`] without a consumer job.
@@ -163,6 +166,7 @@ impl CyclicShared {
             provider_frames: AtomicU64::new(0),
             consumer_fid: AtomicU32::new(NO_CONSUMER),
             consumer_gen: AtomicU64::new(0),
+            standby: Default::default(),
         }
     }
 
@@ -176,6 +180,7 @@ impl CyclicShared {
     pub fn request_stop(&self) {
         self.stop.store(true, Ordering::Release);
         self.wake();
+        self.standby.wake();
     }
 
     /// Block the calling (real-time) thread while it has nothing to do: no job change since
@@ -286,6 +291,88 @@ pub fn consume_frame(
     Consumed::Ok
 }
 
+/// How the stack starts the real-time thread.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// CPU of the standby sender: the thread leaves it (`super::standby::avoid_cpu`).
+    pub standby_cpu: Option<usize>,
+    /// TEST ONLY (`Dev:FaultProviderHold`, test-hooks builds): stop after every N frames.
+    pub hold: Option<crate::fault::ProviderHold>,
+}
+
+/// What a sender of the provider's frames writes to: the shared state, the Q area, the link
+/// and the counters.
+pub(super) struct SenderIo<'a> {
+    pub shared: &'a CyclicShared,
+    pub image: &'a ProcessImage,
+    pub link: &'a RawLink,
+    pub counters: &'a SharedCounters,
+}
+
+/// One sender's buffers (the real-time thread and the standby sender each own one), allocated
+/// once before their loops.
+pub(super) struct SendBuf {
+    q: Vec<u8>,
+    frame: Vec<u8>,
+    /// A consistent Q area was copied into `frame` since the job was loaded.
+    have_q: bool,
+}
+
+impl SendBuf {
+    pub fn new() -> SendBuf {
+        SendBuf {
+            q: vec![0u8; crate::image::MAX_AREA_LEN],
+            frame: Vec::with_capacity(1600),
+            have_q: false,
+        }
+    }
+
+    /// Start from `job`'s frame template (capacity 1600 >= any frame: no allocation).
+    pub fn load(&mut self, job: &ProviderTemplate) {
+        self.frame.clear();
+        self.frame.extend_from_slice(&job.frame);
+        self.have_q = false;
+    }
+
+    /// Fill (Q data), stamp (CycleCounter `counter`, DataStatus) and send the frame of a slot
+    /// the caller has claimed; counts it. The one send path of both senders. A Q area that a
+    /// writer is copying at this moment is not waited for: the previous content goes again.
+    pub fn send(&mut self, job: &ProviderTemplate, counter: u16, io: &SenderIo) -> bool {
+        let gen = io.image.cyclic_read_output(&mut self.q).ok();
+        if gen.is_some() {
+            self.have_q = true;
+            job.copy_items(&mut self.frame, &self.q);
+        }
+        let sh = io.shared;
+        let ds = DataStatus::new(
+            true,
+            self.have_q,
+            sh.provider_run.load(Ordering::Relaxed),
+            !sh.station_problem.load(Ordering::Relaxed),
+        );
+        let st = ApduStatus {
+            cycle_counter: counter,
+            data_status: ds,
+            transfer_status: 0,
+        };
+        job.stamp(&mut self.frame, st);
+        let c = io.counters;
+        if !io.link.send(&self.frame) {
+            c.dropped_frames.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        c.tx_frames.fetch_add(1, Ordering::Relaxed);
+        c.tx_rt_frames.fetch_add(1, Ordering::Relaxed);
+        c.stack_frames_tx.fetch_add(1, Ordering::Relaxed);
+        c.cycle_counter.store(u64::from(counter), Ordering::Relaxed);
+        sh.provider_frames.fetch_add(1, Ordering::Relaxed);
+        if let Some(gen) = gen {
+            io.image.cyclic_mark_output_sent(gen);
+        }
+        true
+    }
+}
+
 /// Handle of the running real-time thread.
 pub struct CyclicThread {
     pub handle: std::thread::JoinHandle<()>,
@@ -298,10 +385,16 @@ pub fn spawn(
     link: Arc<RawLink>,
     counters: Arc<SharedCounters>,
     rx: Option<Arc<super::CyclicRx>>,
+    opts: Options,
 ) -> std::io::Result<CyclicThread> {
     let handle = std::thread::Builder::new()
         .name("pn-cyclic".into())
-        .spawn(move || run(&shared, &image, &link, &counters, rx.as_deref()))?;
+        .spawn(move || {
+            if let Some(cpu) = opts.standby_cpu {
+                super::standby::avoid_cpu(cpu);
+            }
+            run(&shared, &image, &link, &counters, rx.as_deref(), opts.hold)
+        })?;
     Ok(CyclicThread { handle })
 }
 
@@ -333,7 +426,7 @@ pub fn try_sched_fifo_prio(prio: i32) -> bool {
     true
 }
 
-fn try_mlockall() {
+pub(super) fn try_mlockall() {
     // MCL_CURRENT | MCL_ONFAULT: lock what is resident now (code, data, the pages the threads
     // have touched) and every further page of the current mappings when it is first touched,
     // without populating the untouched rest. Plain MCL_CURRENT populates and pins every mapped
@@ -415,21 +508,30 @@ fn run(
     link: &RawLink,
     counters: &SharedCounters,
     rx: Option<&super::CyclicRx>,
+    hold: Option<crate::fault::ProviderHold>,
 ) {
+    #[cfg(not(feature = "test-hooks"))]
+    let _ = hold; // set only by test-hooks settings, which a release build refuses
+    #[cfg(feature = "test-hooks")]
+    let mut held_after = hold.map(|h| h.every);
     let fifo = try_sched_fifo();
     try_mlockall();
     let mut precise = shared.precise.load(Ordering::Relaxed);
     set_timer_slack(if precise { 1 } else { 50_000 });
 
     // Everything the loop needs is allocated here, once.
-    let mut q = vec![0u8; crate::image::MAX_AREA_LEN];
-    let mut frame: Vec<u8> = Vec::with_capacity(1600);
+    let mut buf = SendBuf::new();
+    let io = SenderIo {
+        shared,
+        image,
+        link,
+        counters,
+    };
     let mut job: Option<Arc<ProviderTemplate>> = None;
     let mut seen_gen = u64::MAX;
     // The CycleCounter of the last frame sent: it runs on across ARs (a new CR continues
     // from it), as it always has (tests count lost frames across AR boundaries by it).
     let mut counter: u16 = 0;
-    let mut have_q = false;
     let mut watchdog: Option<DataHold> = None;
 
     let mut period = shared.base_period_ns.load(Ordering::Relaxed);
@@ -482,6 +584,7 @@ fn run(
         let mut slot = clock.take(now.max(next)).unwrap_or(Slot {
             cycle_counter: 0,
             missed: 0,
+            due_ns: next,
         });
         if slot.missed > 0 {
             counters
@@ -499,18 +602,18 @@ fn run(
                 shared.seen_gen.store(g, Ordering::Release);
                 match &job {
                     Some(j) => {
-                        frame.clear();
-                        frame.extend_from_slice(&j.frame); // capacity 1600 >= max frame
+                        buf.load(j);
                         period = j.period_ns.max(TIME_BASE_NS);
-                        have_q = false;
                         // The new CR's first frame goes now, the next one a period later.
                         let first = counter.wrapping_add(j.counter_step);
                         clock = SlotClock::new(now, period, first, j.counter_step);
                         slot = clock.take(now).unwrap_or(slot);
+                        shared.standby.publish(Some((j, clock)));
                     }
                     None => {
                         period = shared.base_period_ns.load(Ordering::Relaxed);
                         clock = SlotClock::new(now + period, period, 0, 0);
+                        shared.standby.publish(None);
                     }
                 }
             }
@@ -518,43 +621,22 @@ fn run(
 
         supervise(shared, counters, &mut watchdog, period, now, rx);
 
-        // Provider.
+        // Provider. The counter runs on whoever sends the slot; a slot the standby sender has
+        // sent already (this thread was held past its grace) is not sent again.
         if let Some(j) = &job {
-            let gen = match image.cyclic_read_output(&mut q) {
-                Ok(gen) => {
-                    have_q = true;
-                    j.copy_items(&mut frame, &q);
-                    Some(gen)
-                }
-                // A writer is mid-copy: resend the previous content.
-                Err(_) => None,
-            };
-            let ds = DataStatus::new(
-                true,
-                have_q,
-                shared.provider_run.load(Ordering::Relaxed),
-                !shared.station_problem.load(Ordering::Relaxed),
-            );
             counter = slot.cycle_counter;
-            let st = ApduStatus {
-                cycle_counter: counter,
-                data_status: ds,
-                transfer_status: 0,
-            };
-            j.stamp(&mut frame, st);
-            if link.send(&frame) {
-                counters.tx_frames.fetch_add(1, Ordering::Relaxed);
-                counters.tx_rt_frames.fetch_add(1, Ordering::Relaxed);
-                counters.stack_frames_tx.fetch_add(1, Ordering::Relaxed);
-                counters
-                    .cycle_counter
-                    .store(u64::from(counter), Ordering::Relaxed);
-                shared.provider_frames.fetch_add(1, Ordering::Relaxed);
-                if let Some(gen) = gen {
-                    image.cyclic_mark_output_sent(gen);
+            if !shared.standby.claim.claim(&slot) {
+                continue;
+            }
+            if buf.send(j, counter, &io) {
+                #[cfg(feature = "test-hooks")]
+                if let (Some(h), Some(n)) = (hold, held_after.as_mut()) {
+                    *n -= 1;
+                    if *n == 0 {
+                        *n = h.every;
+                        std::thread::sleep(std::time::Duration::from_millis(u64::from(h.ms)));
+                    }
                 }
-            } else {
-                counters.dropped_frames.fetch_add(1, Ordering::Relaxed);
             }
         } else {
             let bp = shared.base_period_ns.load(Ordering::Relaxed);

@@ -47,6 +47,7 @@ pub mod portstats;
 pub mod records;
 pub mod snmp;
 pub mod socket;
+pub mod standby;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -619,9 +620,24 @@ impl DataPlane for ProfinetPlane {
             link.clone(),
             self.counters.clone(),
             cyclic_rx.clone(),
+            cyclic::Options {
+                standby_cpu: cfg.standby_cpu,
+                hold: cfg.provider_hold,
+            },
         )
         .map_err(thread_err)?;
         threads.push(cyc_thread.handle);
+        if let Some(cpu) = cfg.standby_cpu {
+            let h = standby::spawn(
+                cyc.clone(),
+                image.clone(),
+                link.clone(),
+                self.counters.clone(),
+                cpu,
+            )
+            .map_err(thread_err)?;
+            threads.push(h);
+        }
 
         if let Some(rx) = &cyclic_rx {
             let (rx, stop, cyc, image, counters) = (

@@ -14,6 +14,7 @@ pub mod dcp_responder;
 pub mod lldp;
 pub mod llmnr_responder;
 pub mod ppm;
+pub mod ppm_standby;
 pub mod remanent;
 pub mod rpc_reassembly;
 pub mod rta;

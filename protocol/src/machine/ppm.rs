@@ -70,6 +70,9 @@ pub struct Slot {
     pub cycle_counter: u16,
     /// Whole slots that passed before this one without a frame (the shell was late).
     pub missed: u64,
+    /// When this slot was due on the clock's grid (not when it was taken): the slot's identity
+    /// across the senders of one provider ([`super::ppm_standby::SlotClaim`]).
+    pub due_ns: u64,
 }
 
 /// The provider's send schedule: one slot per period on an absolute clock (ns of any monotonic
@@ -125,6 +128,9 @@ impl SlotClock {
             return None;
         }
         let missed = (now_ns - self.next_ns) / self.period_ns;
+        let due_ns = self
+            .next_ns
+            .saturating_add(missed.saturating_mul(self.period_ns));
         let cycle_counter = self
             .counter
             .wrapping_add((missed as u16).wrapping_mul(self.step));
@@ -135,6 +141,7 @@ impl SlotClock {
         Some(Slot {
             cycle_counter,
             missed,
+            due_ns,
         })
     }
 }
@@ -180,7 +187,8 @@ mod tests {
             c.take(1_000),
             Some(Slot {
                 cycle_counter: 32,
-                missed: 0
+                missed: 0,
+                due_ns: 1_000,
             })
         );
         assert_eq!(c.next_ns(), 2_000);
@@ -192,8 +200,8 @@ mod tests {
         assert_eq!(c.next_ns(), 3_000);
         // Two and a half periods late: slots 3000 and 4000 skipped, the counter still moves.
         assert_eq!(
-            c.take(5_500).map(|s| (s.cycle_counter, s.missed)),
-            Some((160, 2))
+            c.take(5_500).map(|s| (s.cycle_counter, s.missed, s.due_ns)),
+            Some((160, 2, 5_000))
         );
         assert_eq!(c.next_ns(), 6_000);
         assert_eq!(c.take(5_999), None);
