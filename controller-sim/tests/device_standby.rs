@@ -98,6 +98,11 @@ fn standby_sender_covers_a_held_provider_thread() {
         })
         .sum();
     eprintln!("with a standby: {st:?}; standby frames {sent}");
+    assert_eq!(
+        rig.counter("stackStandbyFrames"),
+        sent as i64,
+        "diag and log agree"
+    );
     assert!(sent >= 200, "standby frames {sent} (want about 297)\n{log}");
     assert!(
         sent < st.frames_received / 2,
@@ -112,4 +117,5 @@ fn standby_sender_covers_a_held_provider_thread() {
     eprintln!("without: {state:?} {st:?}");
     assert_ne!(state, ArState::DataExchange, "{st:?}\n{}", rig.log());
     assert!(!rig.log().contains("standby sender"), "{}", rig.log());
+    assert_eq!(rig.counter("stackStandbyFrames"), 0);
 }

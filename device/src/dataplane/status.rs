@@ -31,6 +31,9 @@ pub struct SharedCounters {
     /// change of `stack_cycles` for the mean jitter of its own window (the maximum above only
     /// ever grows, so it cannot show a jitter that has gone again).
     pub stack_jitter_sum_us: AtomicU64,
+    /// Provider frames the standby sender sent (`Cyclic:StandbyCpu`): slots the cyclic thread
+    /// had not sent a quarter period after they were due. Counted in `stackFramesTx` too.
+    pub stack_standby_frames: AtomicU64,
     pub stack_alarm_rx_count: AtomicU64,
     pub stack_alarm_tx_ack_ok: AtomicU64,
     pub stack_alarm_tx_ack_fail: AtomicU64,
@@ -65,6 +68,7 @@ pub struct CounterSnapshot {
     pub stack_missed_ticks: i64,
     pub stack_max_jitter_us: i64,
     pub stack_jitter_sum_us: i64,
+    pub stack_standby_frames: i64,
     pub stack_alarm_rx_count: i64,
     pub stack_alarm_tx_ack_ok: i64,
     pub stack_alarm_tx_ack_fail: i64,
@@ -96,6 +100,7 @@ impl SharedCounters {
             stack_missed_ticks: g(&self.stack_missed_ticks),
             stack_max_jitter_us: g(&self.stack_max_jitter_us),
             stack_jitter_sum_us: g(&self.stack_jitter_sum_us),
+            stack_standby_frames: g(&self.stack_standby_frames),
             stack_alarm_rx_count: g(&self.stack_alarm_rx_count),
             stack_alarm_tx_ack_ok: g(&self.stack_alarm_tx_ack_ok),
             stack_alarm_tx_ack_fail: g(&self.stack_alarm_tx_ack_fail),

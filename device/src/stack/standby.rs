@@ -44,8 +44,6 @@ pub struct StandbyShared {
     plan_gen: AtomicU64,
     idle_lock: Mutex<()>,
     idle_cv: Condvar,
-    /// Frames the standby sent (slots it took over).
-    pub frames: AtomicU64,
 }
 
 impl StandbyShared {
@@ -204,7 +202,9 @@ fn run(
             continue; // the provider sent it
         }
         if buf.send(job, slot.cycle_counter, &io) {
-            sb.frames.fetch_add(1, Ordering::Relaxed);
+            counters
+                .stack_standby_frames
+                .fetch_add(1, Ordering::Relaxed);
             sent += 1;
         }
     }

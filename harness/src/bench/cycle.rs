@@ -38,6 +38,8 @@ pub struct Case {
     pub swap: bool,
     /// With `pin` and p-net: where the controller's threads run (`--controller-on`).
     pub controller_on: swap::ControllerOn,
+    /// `--standby`: the device runs its standby sender on the other CPU.
+    pub standby: bool,
 }
 
 /// The outcome of one case.
@@ -60,6 +62,8 @@ pub struct CaseResult {
     pub device_watchdog_trips: i64,
     pub controller_watchdog_expiries: u64,
     pub device_missed_ticks: i64,
+    /// Frames the device's standby sender sent (`stackStandbyFrames`).
+    pub device_standby_frames: i64,
     pub ar_state_after: String,
     /// AR aborts during the measurement (time after start, state) and reconnects.
     pub ar_aborts: Vec<String>,
@@ -242,7 +246,8 @@ fn start_baselines(
             if let Some(pid) = b.pid() {
                 raw::pin_process(pid, &[cpu])?;
             }
-            raw::pin_process(rig.dev_pid, &[cpu])?;
+            // The device's standby sender (if any) goes to the other CPUs.
+            raw::pin_device(rig.dev_pid, &[cpu], others)?;
             // p-net (`--pnet`) on the other CPUs: a CPU for each device, so that neither
             // measures the other's preemption (p-net runs at SCHED_FIFO 70, above the device).
             if let (Some(p), true) = (&rig.pnet, with_pnet) {
@@ -403,6 +408,8 @@ pub fn run_case(rig: &mut Rig, case: &Case, dhf: u16) -> Result<CaseResult, Stri
         device_watchdog_trips: counter(&d1, "watchdogTrips") - counter(&d0, "watchdogTrips"),
         controller_watchdog_expiries: dev.expiries(),
         device_missed_ticks: counter(&d1, "stackMissedTicks") - counter(&d0, "stackMissedTicks"),
+        device_standby_frames: counter(&d1, "stackStandbyFrames")
+            - counter(&d0, "stackStandbyFrames"),
         ar_state_after: format!("{:?}", dev.ar.state()),
         ar_aborts: dev.aborts,
         halves,
@@ -690,6 +697,7 @@ mod tests {
                 bare_prio: 61,
                 swap: false,
                 controller_on: swap::ControllerOn::Free,
+                standby: false,
             },
             device: stats(10_000, 20.0, 5),
             controller: stats(10_000, 30.0, 7),
@@ -702,6 +710,7 @@ mod tests {
             device_watchdog_trips: 0,
             controller_watchdog_expiries: 0,
             device_missed_ticks: 0,
+            device_standby_frames: 0,
             ar_state_after: "DataExchange".into(),
             ar_aborts: vec![],
             halves: vec![],

@@ -145,6 +145,12 @@ pub struct CycleArgs {
     /// network processing of its sends runs on its CPU.
     #[arg(long, value_enum, default_value_t = swap::ControllerOn::Free, requires = "pin")]
     pub controller_on: swap::ControllerOn,
+    /// With --pin: start the device with its standby sender (`Cyclic:StandbyCpu`) on the
+    /// other CPU, which also covers the slots a held vCPU costs the device's cyclic thread
+    /// (docs/decisions.md §41); it follows the other CPU across --swap. The device then uses
+    /// two CPUs (its standby wakes once a cycle on p-net's).
+    #[arg(long, requires = "pin")]
+    pub standby: bool,
     #[command(flatten)]
     pub pnet: pnet::PnetArgs,
     #[command(flatten)]
@@ -375,7 +381,18 @@ fn run_cycle(opts: &CycleArgs) -> Result<(), String> {
         }
         false => None,
     };
-    let mut rig = rig::Rig::start(true)?;
+    let standby_cpu = match (opts.standby, opts.pin) {
+        (true, Some(cpu)) => {
+            let c = raw::other_cpus(cpu).first().copied();
+            if c.is_none() {
+                return Err("--standby needs a second CPU".into());
+            }
+            println!("standby sender of the device on CPU {}", c.unwrap_or(0));
+            c
+        }
+        _ => None,
+    };
+    let mut rig = rig::Rig::start_with(true, standby_cpu)?;
     if let Some(p) = &pnet {
         rig.attach_pnet(p)?;
         println!(
@@ -409,6 +426,7 @@ fn run_cycle(opts: &CycleArgs) -> Result<(), String> {
                         bare_prio: opts.bare_prio.unwrap_or(61),
                         swap: opts.swap,
                         controller_on: opts.controller_on,
+                        standby: opts.standby,
                     };
                     match cycle::run_case(&mut rig, &case, dhf) {
                         Ok(r) => {
@@ -433,6 +451,12 @@ fn run_cycle(opts: &CycleArgs) -> Result<(), String> {
             println!("{v}");
         }
         print!("{}", swap::lines(&r.halves));
+        if r.case.standby {
+            println!(
+                "  the device's standby sender sent {} frames",
+                r.device_standby_frames
+            );
+        }
         if let Some(rss) = r.device_rss_kb {
             println!("  device VmRSS {rss} kB; bare sender: {}", r.bare_report);
         }

@@ -413,6 +413,28 @@ pub fn pin_process(pid: u32, cpus: &[usize]) -> Result<(), String> {
     Ok(())
 }
 
+/// Name of the device's standby sender thread (`Cyclic:StandbyCpu`).
+const STANDBY_THREAD: &str = "pn-standby";
+
+/// Pin the device process `pid`: its standby sender thread (if it runs one) to `standby_cpus`,
+/// every other thread to `cpus`.
+pub fn pin_device(pid: u32, cpus: &[usize], standby_cpus: &[usize]) -> Result<(), String> {
+    pin_process(pid, cpus)?;
+    if let Some(p) = thread_path(pid, STANDBY_THREAD) {
+        let tid: u32 = p
+            .rsplit('/')
+            .next()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(0);
+        if tid != 0 {
+            set_affinity(tid, standby_cpus).map_err(|e| {
+                format!("pin {pid}/{tid} ({STANDBY_THREAD}) to {standby_cpus:?}: {e}")
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// Receive packet steering: frames received on `ifname` (in `ns`) are processed on `cpus`
 /// (written through `ip netns exec`, which mounts the namespace's own sysfs).
 pub fn set_rps(ns: &pn_testkit::netns::NetNs, ifname: &str, cpus: &[usize]) -> Result<(), String> {

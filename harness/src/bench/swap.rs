@@ -87,7 +87,7 @@ pub fn exchange(
     if let Some(b) = bare_pid {
         raw::pin_process(b, &others)?;
     }
-    raw::pin_process(dev_pid, &others)?;
+    raw::pin_device(dev_pid, &others, &[cpu])?;
     Ok(others[0])
 }
 
