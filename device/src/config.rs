@@ -35,6 +35,7 @@ const KNOWN_KEYS: &[&str] = &[
     "Licence:RecheckIntervalSeconds",
     "Timer:HighResolution",
     "Cyclic:StandbyCpu",
+    "Cyclic:StandbyGraceUs",
     "Runtime:AutoStart",
     "Io:DeliveryWaitMs",
     "Driver:WatchdogMs",
@@ -73,6 +74,9 @@ pub struct Settings {
     /// `Cyclic:StandbyCpu`: CPU of the provider's standby sender (`stack::standby`); -1 (the
     /// default) = none.
     pub standby_cpu: Option<usize>,
+    /// `Cyclic:StandbyGraceUs`: the standby's wait after a slot's due time in us; 0 (the
+    /// default) = a quarter period. At most half a period is used.
+    pub standby_grace_us: Option<u64>,
     /// `Runtime:AutoStart`: start the slave when the daemon starts.
     pub auto_start: bool,
     /// `Io:DeliveryWaitMs`: upper bound of the wait for the cyclic thread in `POST /api/io`;
@@ -222,6 +226,12 @@ impl Settings {
         if !(-1.0..=1023.0).contains(&standby) || standby.fract() != 0.0 {
             return Err("Cyclic:StandbyCpu must be -1 (no standby) or a CPU number 0..1023".into());
         }
+        let grace = n("Cyclic:StandbyGraceUs")?;
+        if !(0.0..=1_000_000.0).contains(&grace) || grace.fract() != 0.0 {
+            return Err(
+                "Cyclic:StandbyGraceUs must be 0 (a quarter period) or 1..1000000 us".into(),
+            );
+        }
         let default_nic = s("Network:DefaultInterfaceName")?;
         let api_key = s("Api:ApiKey")?;
         Ok(Settings {
@@ -238,6 +248,7 @@ impl Settings {
             licence_recheck: std::time::Duration::from_secs_f64(recheck),
             high_resolution_timer: b("Timer:HighResolution")?,
             standby_cpu: (standby >= 0.0).then_some(standby as usize),
+            standby_grace_us: (grace > 0.0).then_some(grace as u64),
             auto_start: b("Runtime:AutoStart")?,
             delivery_wait_ms: dw as u64,
             watchdog_ms: wd as u32,
@@ -315,6 +326,10 @@ mod tests {
     #[test]
     fn standby_cpu_is_off_by_default_and_checked() {
         assert_eq!(Settings::embedded().standby_cpu, None);
+        assert_eq!(Settings::embedded().standby_grace_us, None);
+        let g = Settings::from_json_text(Some(r#"{"Cyclic":{"StandbyGraceUs":20}}"#)).unwrap();
+        assert_eq!(g.standby_grace_us, Some(20));
+        assert!(Settings::from_json_text(Some(r#"{"Cyclic":{"StandbyGraceUs":-1}}"#)).is_err());
         let on = Settings::from_json_text(Some(r#"{"Cyclic":{"StandbyCpu":0}}"#)).unwrap();
         assert_eq!(on.standby_cpu, Some(0));
         for bad in ["-2", "1.5", "1024", "\"0\""] {

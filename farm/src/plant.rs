@@ -162,6 +162,7 @@ pub fn stack_config(
         records: Vec::new(),
         high_resolution_timer: false,
         standby_cpu: None,
+        standby_grace_us: None,
         provider_hold: None,
         input_len: cfg.input_len,
         output_len: cfg.output_len,

@@ -52,6 +52,9 @@ pub struct StackConfig {
     /// `Cyclic:StandbyCpu`: run a standby sender for the provider on this CPU (and the
     /// provider's thread off it); `None` = no standby (`stack::standby`).
     pub standby_cpu: Option<usize>,
+    /// `Cyclic:StandbyGraceUs`: the standby's wait after a slot's due time; `None` = a
+    /// quarter period.
+    pub standby_grace_us: Option<u64>,
     /// TEST ONLY `Dev:FaultProviderHold` (acted on in test-hooks builds only).
     pub provider_hold: Option<crate::fault::ProviderHold>,
     /// Summed and clamped area sizes (equal to the image's lengths).

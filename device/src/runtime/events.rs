@@ -177,6 +177,7 @@ impl Runtime {
             records: rem.records.clone(),
             high_resolution_timer: sh.high_res,
             standby_cpu: self.settings.standby_cpu,
+            standby_grace_us: self.settings.standby_grace_us,
             provider_hold: self.settings.faults.provider_hold,
             input_len: c.input_len,
             output_len: c.output_len,

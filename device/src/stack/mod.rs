@@ -633,7 +633,10 @@ impl DataPlane for ProfinetPlane {
                 image.clone(),
                 link.clone(),
                 self.counters.clone(),
-                cpu,
+                standby::StandbyConfig {
+                    cpu,
+                    grace_ns: cfg.standby_grace_us.map(|us| us * 1000),
+                },
             )
             .map_err(thread_err)?;
             threads.push(h);

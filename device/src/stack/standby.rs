@@ -84,11 +84,19 @@ pub fn spawn(
     image: Arc<ProcessImage>,
     link: Arc<RawLink>,
     counters: Arc<SharedCounters>,
-    cpu: usize,
+    cfg: StandbyConfig,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("pn-standby".into())
-        .spawn(move || run(&shared, &image, &link, &counters, cpu))
+        .spawn(move || run(&shared, &image, &link, &counters, cfg))
+}
+
+/// Where the standby runs and how long it waits (`Cyclic:StandbyCpu`, `Cyclic:StandbyGraceUs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StandbyConfig {
+    pub cpu: usize,
+    /// `None`: a quarter period (`machine::ppm_standby::grace_ns`).
+    pub grace_ns: Option<u64>,
 }
 
 /// Restrict the calling thread to `cpu`.
@@ -144,8 +152,9 @@ fn run(
     image: &ProcessImage,
     link: &RawLink,
     counters: &SharedCounters,
-    cpu: usize,
+    cfg: StandbyConfig,
 ) {
+    let cpu = cfg.cpu;
     if let Err(e) = pin_self(cpu) {
         tracing::warn!(cpu, error = %e, "standby sender: cannot run on this CPU; no standby");
         return;
@@ -153,7 +162,7 @@ fn run(
     super::cyclic::try_sched_fifo_prio(STANDBY_PRIO);
     // Lock this thread's stack too (the provider's mlockall may have run before it existed).
     super::cyclic::try_mlockall();
-    tracing::info!(cpu, "standby sender running");
+    tracing::info!(cpu, grace_ns = ?cfg.grace_ns, "standby sender running");
     let sb = &shared.standby;
     let mut buf = SendBuf::new();
     let io = SenderIo {
@@ -179,9 +188,12 @@ fn run(
                 }
                 sent = 0;
                 seen = g;
-                plan = p
-                    .as_ref()
-                    .map(|p| (p.job.clone(), StandbyClock::new(p.clock)));
+                plan = p.as_ref().map(|p| {
+                    (
+                        p.job.clone(),
+                        StandbyClock::with_grace(p.clock, cfg.grace_ns),
+                    )
+                });
                 if let Some((j, _)) = &plan {
                     buf.load(j);
                 }

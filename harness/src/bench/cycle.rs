@@ -38,8 +38,10 @@ pub struct Case {
     pub swap: bool,
     /// With `pin` and p-net: where the controller's threads run (`--controller-on`).
     pub controller_on: swap::ControllerOn,
-    /// `--standby`: the device runs its standby sender on the other CPU.
+    /// `--standby`: the device runs its standby sender on the other CPU, with this grace (0:
+    /// a quarter period).
     pub standby: bool,
+    pub standby_grace_us: u64,
 }
 
 /// The outcome of one case.
@@ -698,6 +700,7 @@ mod tests {
                 swap: false,
                 controller_on: swap::ControllerOn::Free,
                 standby: false,
+                standby_grace_us: 0,
             },
             device: stats(10_000, 20.0, 5),
             controller: stats(10_000, 30.0, 7),

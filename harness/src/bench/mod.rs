@@ -145,12 +145,8 @@ pub struct CycleArgs {
     /// network processing of its sends runs on its CPU.
     #[arg(long, value_enum, default_value_t = swap::ControllerOn::Free, requires = "pin")]
     pub controller_on: swap::ControllerOn,
-    /// With --pin: start the device with its standby sender (`Cyclic:StandbyCpu`) on the
-    /// other CPU, which also covers the slots a held vCPU costs the device's cyclic thread
-    /// (docs/decisions.md §41); it follows the other CPU across --swap. The device then uses
-    /// two CPUs (its standby wakes once a cycle on p-net's).
-    #[arg(long, requires = "pin")]
-    pub standby: bool,
+    #[command(flatten)]
+    pub standby: StandbyArgs,
     #[command(flatten)]
     pub pnet: pnet::PnetArgs,
     #[command(flatten)]
@@ -250,6 +246,8 @@ pub struct ScaleArgs {
     /// (a run-time `isolcpus`; restored at the end), as a real-time host is set up.
     #[arg(long, requires = "pin")]
     pub isolate: bool,
+    #[command(flatten)]
+    pub standby: StandbyArgs,
     /// When the bare sender beside the devices is due: `start`, one period after its start
     /// (a phase of its own); `grid`, on the period grid of CLOCK_MONOTONIC, the instants of
     /// pn-farm's providers. `start` stays the default: with `grid` the bare sender, one priority
@@ -265,6 +263,34 @@ pub struct ScaleArgs {
     pub bare_prio: Option<i32>,
     #[command(flatten)]
     pub out: JsonOut,
+}
+
+/// The device's standby sender in a pinned bench (`pn-device` daemons only, not the farm).
+#[derive(clap::Args, Debug, Clone, Copy, Default)]
+pub struct StandbyArgs {
+    /// With --pin: start the device(s) with the standby sender (`Cyclic:StandbyCpu`) on the
+    /// other CPU, which covers the slots a held vCPU costs the cyclic thread
+    /// (docs/decisions.md §41); it follows the other CPU across --swap. The device then uses
+    /// two CPUs (the standby wakes once a cycle on the other one).
+    #[arg(long, requires = "pin")]
+    pub standby: bool,
+    /// With --standby: `Cyclic:StandbyGraceUs`, the standby's wait after a slot's due time
+    /// (0: a quarter period).
+    #[arg(long, default_value_t = 0, requires = "standby")]
+    pub standby_grace_us: u64,
+}
+
+impl StandbyArgs {
+    /// The daemon settings' `Cyclic` object for the device(s) pinned to `pin`.
+    pub fn settings(&self, pin: Option<usize>) -> serde_json::Value {
+        let cpu = pin
+            .filter(|_| self.standby)
+            .and_then(|c| raw::other_cpus(c).first().copied());
+        serde_json::json!({
+            "StandbyCpu": cpu.map_or(-1, |c| c as i64),
+            "StandbyGraceUs": self.standby_grace_us,
+        })
+    }
 }
 
 /// When the bare sender beside the devices is due (`pn-bare-sender --grid`).
@@ -381,18 +407,14 @@ fn run_cycle(opts: &CycleArgs) -> Result<(), String> {
         }
         false => None,
     };
-    let standby_cpu = match (opts.standby, opts.pin) {
-        (true, Some(cpu)) => {
-            let c = raw::other_cpus(cpu).first().copied();
-            if c.is_none() {
-                return Err("--standby needs a second CPU".into());
-            }
-            println!("standby sender of the device on CPU {}", c.unwrap_or(0));
-            c
+    let cyclic = opts.standby.settings(opts.pin);
+    if opts.standby.standby {
+        if cyclic["StandbyCpu"] == -1 {
+            return Err("--standby needs a second CPU".into());
         }
-        _ => None,
-    };
-    let mut rig = rig::Rig::start_with(true, standby_cpu)?;
+        println!("the device's standby sender: {cyclic}");
+    }
+    let mut rig = rig::Rig::start_with(true, cyclic)?;
     if let Some(p) = &pnet {
         rig.attach_pnet(p)?;
         println!(
@@ -426,7 +448,8 @@ fn run_cycle(opts: &CycleArgs) -> Result<(), String> {
                         bare_prio: opts.bare_prio.unwrap_or(61),
                         swap: opts.swap,
                         controller_on: opts.controller_on,
-                        standby: opts.standby,
+                        standby: opts.standby.standby,
+                        standby_grace_us: opts.standby.standby_grace_us,
                     };
                     match cycle::run_case(&mut rig, &case, dhf) {
                         Ok(r) => {

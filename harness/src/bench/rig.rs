@@ -179,11 +179,11 @@ pub struct Rig {
 impl Rig {
     /// Lab with the device started (slave auto-started, Initialized), recorder running.
     pub fn start(hires: bool) -> Result<Rig, String> {
-        Rig::start_with(hires, None)
+        Rig::start_with(hires, json!({}))
     }
 
-    /// [`Rig::start`], the device with its standby sender on `standby_cpu` (`--standby`).
-    pub fn start_with(hires: bool, standby_cpu: Option<usize>) -> Result<Rig, String> {
+    /// [`Rig::start`] with the daemon settings' `Cyclic` object `cyclic` (`--standby`).
+    pub fn start_with(hires: bool, cyclic: serde_json::Value) -> Result<Rig, String> {
         if !pn_testkit::env::is_root() {
             return Err("the benchmarks need root (namespaces, raw sockets)".into());
         }
@@ -194,7 +194,7 @@ impl Rig {
             settings: Some(json!({
                 "Timer": { "HighResolution": hires },
                 "Logging": { "Filter": "warn" },
-                "Cyclic": { "StandbyCpu": standby_cpu.map_or(-1, |c| c as i64) },
+                "Cyclic": cyclic,
             })),
             ..Default::default()
         };

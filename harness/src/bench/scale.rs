@@ -60,6 +60,11 @@ pub struct ScaleResult {
     pub load_threads: usize,
     /// `--isolate`: every other thread kept off the devices' CPU.
     pub isolate: bool,
+    /// `--standby`: each daemon ran its standby sender on the other CPU (grace in us, 0: a
+    /// quarter period); the frames they sent.
+    pub standby: bool,
+    pub standby_grace_us: u64,
+    pub standby_frames: i64,
     pub worst: IntervalStats,
     pub median_dev_p99_us: f64,
     pub per_device: Vec<IntervalStats>,
@@ -202,7 +207,8 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
             let others = raw::other_cpus(cpu);
             let b2 = spawn_bare_on(&ctl_ns, &br, period_us, seconds, 60, false)?;
             for pid in pids.iter().chain(bare.pid().as_ref()) {
-                raw::pin_process(*pid, &[cpu])?;
+                // A daemon's standby sender (--standby) goes to the other CPUs.
+                raw::pin_device(*pid, &[cpu], &others)?;
             }
             raw::pin_process(std::process::id(), &others)?;
             if let Some(p) = b2.pid() {
@@ -238,6 +244,7 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
     rec.clear();
     let drops0 = rec.drops();
     let s0 = Snapshot::take(&pids, ars.1.as_ref(), &devs);
+    let standby0 = devs.standby_frames();
     let (held, ends) = ars::hold(
         ars.1.as_ref().ok_or("no controller")?,
         std::mem::take(&mut ars.0),
@@ -305,6 +312,9 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
         rps: opts.rps,
         load_threads: opts.load,
         isolate: opts.isolate,
+        standby: opts.standby.standby,
+        standby_grace_us: opts.standby.standby_grace_us,
+        standby_frames: devs.standby_frames() - standby0,
         total_gaps_over_3: per.iter().map(|s| s.gaps_over_3).sum(),
         worst,
         median_dev_p99_us: median,
@@ -422,7 +432,9 @@ fn lab(opts: &ScaleArgs, hires: bool) -> Result<(tempfile::TempDir, NetNs, Strin
     let devs = if opts.farm {
         Side::farm(n, dir.path(), &ctl_ns, &br, opts.farm_rx)?
     } else {
-        Side::daemons(n, dir.path(), &ctl_ns, &br, hires)?
+        // --standby: each daemon's standby sender on the CPU the devices are not pinned to.
+        let cyclic = opts.standby.settings(opts.pin);
+        Side::daemons(n, dir.path(), &ctl_ns, &br, hires, &cyclic)?
     };
     Ok((dir, ctl_ns, br, devs))
 }
@@ -488,6 +500,9 @@ fn check_args(opts: &ScaleArgs) -> Result<(), String> {
     }
     if !(1..=64).contains(&opts.connect_parallel) {
         return Err("--connect-parallel 1..=64".into());
+    }
+    if opts.standby.standby && opts.farm {
+        return Err("--standby is a pn-device setting; the farm has no standby sender".into());
     }
     if !pn_testkit::env::is_root() {
         return Err("needs root".into());

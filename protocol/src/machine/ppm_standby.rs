@@ -30,12 +30,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::ppm::{Slot, SlotClock};
 
-/// The standby's wait after a slot's due time before it sends the slot itself: a quarter
-/// period. Long enough that a provider on time (its p99 lateness is 5-30 us here, section 8)
-/// always claims first; short enough that a frame the standby sends is never counted as a
-/// missed cycle (an interval of 1.25 periods rounds to one).
+/// The standby's default wait after a slot's due time before it sends the slot itself: a
+/// quarter period. Long enough that a provider on time (its p99 lateness is 5-40 us at 1 ms
+/// here, docs/benchmarks.md section 8) claims first; short enough that a frame the standby
+/// sends is never counted as a missed cycle (an interval of 1.25 periods rounds to one).
 pub fn grace_ns(period_ns: u64) -> u64 {
     period_ns / 4
+}
+
+/// A configured grace (`Some`, ns) kept within (0, half a period]; `None`: [`grace_ns`]. Half
+/// a period at most, so that the standby's frame is nearer its own slot than the next.
+pub fn grace_for(period_ns: u64, configured: Option<u64>) -> u64 {
+    match configured {
+        Some(g) => g.clamp(1, (period_ns / 2).max(1)),
+        None => grace_ns(period_ns),
+    }
 }
 
 /// Which slots of one provider have been sent (the latest due time claimed). Shared by the
@@ -71,9 +80,14 @@ impl StandbyClock {
     /// Follow `provider` (a copy of the provider's clock as installed, before or after it took
     /// slots: slots already taken are skipped as missed), with [`grace_ns`] of its period.
     pub fn new(provider: SlotClock) -> StandbyClock {
+        StandbyClock::with_grace(provider, None)
+    }
+
+    /// [`StandbyClock::new`] with a configured grace ([`grace_for`]).
+    pub fn with_grace(provider: SlotClock, grace_ns: Option<u64>) -> StandbyClock {
         StandbyClock {
             clock: provider,
-            grace_ns: grace_ns(provider.period_ns()),
+            grace_ns: grace_for(provider.period_ns(), grace_ns),
         }
     }
 
@@ -138,6 +152,21 @@ mod tests {
         // From 5 ms on the provider is on time again.
         assert!(claim.claim(&prov.take(5 * P).unwrap()));
         assert!(stby.take(5 * P + P / 4).is_some_and(|s| !claim.claim(&s)));
+    }
+
+    #[test]
+    fn a_configured_grace_is_kept_within_half_a_period() {
+        let c = SlotClock::new(P, P, 0, 32);
+        assert_eq!(
+            StandbyClock::with_grace(c, Some(20_000)).next_ns(),
+            P + 20_000
+        );
+        assert_eq!(StandbyClock::with_grace(c, Some(0)).next_ns(), P + 1);
+        assert_eq!(
+            StandbyClock::with_grace(c, Some(5 * P)).next_ns(),
+            P + P / 2
+        );
+        assert_eq!(StandbyClock::with_grace(c, None), StandbyClock::new(c));
     }
 
     #[test]

@@ -93,6 +93,7 @@ impl Side {
         ctl_ns: &NetNs,
         br: &str,
         hires: bool,
+        cyclic: &serde_json::Value,
     ) -> Result<Side, String> {
         let bin = device_binary()?;
         write_licence(&dir.join("licence.json"), &Licence::Valid)?;
@@ -121,6 +122,7 @@ impl Side {
                 "Runtime": { "AutoStart": true },
                 "Timer": { "HighResolution": hires },
                 "Logging": { "Filter": "warn" },
+                "Cyclic": cyclic,
             });
             std::fs::write(sub.join("settings.json"), settings.to_string())
                 .map_err(|e| e.to_string())?;
@@ -259,6 +261,19 @@ impl Side {
     pub fn bare_host(&self) -> (&NetNs, &str) {
         let h = self.hosts()[0];
         (&h.ns, &h.nic)
+    }
+
+    /// Frames the daemons' standby senders sent so far (`stackStandbyFrames`; 0 for the farm,
+    /// which has none).
+    pub fn standby_frames(&self) -> i64 {
+        match &self.kind {
+            Kind::Daemons(d) => d
+                .iter()
+                .filter_map(|d| http_get(&d.ns, API, "/api/diag"))
+                .map(|v| v["stackStandbyFrames"].as_i64().unwrap_or(0))
+                .sum(),
+            Kind::Farm(..) => 0,
+        }
     }
 
     /// The devices' watchdog trips so far (from their own counters).
