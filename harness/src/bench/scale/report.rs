@@ -1,7 +1,7 @@
 //! The bench's printed summary: the markdown table row, the AR ends by reason, where the
 //! stalls were and the threads' CPU use (the JSON holds the same and more).
 
-use super::stalls;
+use super::stalls::{self, StallCause};
 use super::threads::print_thread_use;
 use super::ScaleResult;
 use std::collections::BTreeMap;
@@ -107,6 +107,19 @@ pub fn print_result(r: &ScaleResult, streams: usize, bare_report: &str) {
         "stall events without a bare-sender gap of over 2 periods overlapping the stalled side's silence (not held): {} of {}",
         r.stall_events.iter().filter(|e| !e.held).count(),
         r.stall_events.len()
+    );
+    let by = |cause: StallCause| r.stall_events.iter().filter(move |e| e.cause == cause);
+    println!(
+        "stall events whose other side's CPU was held too (its bare sender's gap over 2 periods overlapped the silence): devices' {} of {}, controller's {} of {}{}",
+        by(StallCause::Devices).filter(|e| e.other_held).count(),
+        by(StallCause::Devices).count(),
+        by(StallCause::Controller).filter(|e| e.other_held).count(),
+        by(StallCause::Controller).count(),
+        if r.standby {
+            " (the devices' standby senders ran on the other CPU: a silence of theirs needs both held)"
+        } else {
+            ""
+        }
     );
     println!(
         "farm slow passes logged (I/O loop 1 ms or more late, at most one line per 100 ms): {}",

@@ -140,6 +140,10 @@ pub struct StallEvent {
     /// period each side. The same hold of the CPU costs two periodic senders different
     /// silences, up to one period apart, by their phases alone (`docs/decisions.md`).
     pub held: bool,
+    /// The same reading with the bare sender on the other side's CPU: that CPU was held
+    /// during the silence too. With a daemon's standby sender on the other CPU
+    /// (`--standby`), a silence of the devices needs both CPUs held.
+    pub other_held: bool,
     /// That bare sender's longest gap in the same window (ns): near the data-hold time, the
     /// machine held it too, if a little less long.
     pub bare_max_gap_ns: u64,
@@ -209,10 +213,12 @@ pub(super) fn stall_events(
                 (None, None) if dev_first => (StallCause::DevicesReceive, (0, 0)),
                 (None, None) => (StallCause::ControllerReceive, (0, 0)),
             };
-            let (bare, bare_gaps) = match cause {
-                StallCause::Devices | StallCause::DevicesReceive => (baseline.sender, &sender_gaps),
+            let (bare, bare_gaps, other_gaps) = match cause {
+                StallCause::Devices | StallCause::DevicesReceive => {
+                    (baseline.sender, &sender_gaps, &receiver_gaps)
+                }
                 StallCause::Controller | StallCause::ControllerReceive => {
-                    (baseline.receiver, &receiver_gaps)
+                    (baseline.receiver, &receiver_gaps, &sender_gaps)
                 }
             };
             // The stalled stretch: the silence on the wire, or for a receiver that did not
@@ -223,6 +229,7 @@ pub(super) fn stall_events(
                 (at, len) => (at, at + len),
             };
             let held = unexplained_gaps(&[stretch], bare_gaps, period_ns).is_empty();
+            let other_held = unexplained_gaps(&[stretch], other_gaps, period_ns).is_empty();
             StallEvent {
                 at_ns: t0,
                 device_trips: g.iter().filter(|x| x.1).count(),
@@ -230,6 +237,7 @@ pub(super) fn stall_events(
                 cause,
                 explained: bare_gap_near(bare, t0, dhf_ns, EXPLAIN_WINDOW_NS),
                 held,
+                other_held,
                 bare_max_gap_ns: longest_bare_gap_near(bare, t0, EXPLAIN_WINDOW_NS),
                 silence_at_ns: silence.0,
                 silence_ns: silence.1,

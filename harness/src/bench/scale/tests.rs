@@ -147,7 +147,8 @@ fn stall_events_go_to_the_side_that_stopped_first() {
     let mut dev_bare = every_ms(0, 1000, &[(99, 105), (700, 703)]);
     dev_bare.push(702 * ms + ms / 2);
     dev_bare.sort_unstable();
-    let ctl_bare = every_ms(0, 1000, &[]);
+    // The controller's CPU was held at 100 ms too (its bare sender paused 4 ms).
+    let ctl_bare = every_ms(0, 1000, &[(100, 104)]);
     let ev = stall_events(
         &[504 * ms],
         &[104 * ms, 104 * ms + 10, 509 * ms, 704 * ms, 904 * ms],
@@ -197,6 +198,11 @@ fn stall_events_go_to_the_side_that_stopped_first() {
             (704, 0, 1, StallCause::Devices, false, true),
             (904, 0, 1, StallCause::ControllerReceive, false, false),
         ]
+    );
+    // The other side's CPU held during the silence: only at 100 ms (both CPUs then).
+    assert_eq!(
+        ev.iter().map(|e| e.other_held).collect::<Vec<_>>(),
+        vec![true, false, false, false]
     );
 }
 
