@@ -6,7 +6,7 @@
 //! times a minute; whatever runs on the held vCPU, even at the highest real-time priority,
 //! misses those slots (docs/benchmarks.md, section 8g: the daemon's missed cycles were those
 //! of a bare sender on the same vCPU in every half-run). The holds of two vCPUs mostly do not
-//! overlap (measured here: 41 and 157 late wake-ups over 400 us in 120 s, 26 of them
+//! overlap (measured here: 41 and 157 late wake-ups over 400 us in 120 s, 26 and 24 of them
 //! overlapping), so a provider with a sender on each of two vCPUs misses only the overlaps.
 //! The standard says nothing about who in the device sends a frame; on the wire this is one
 //! provider with one schedule and one CycleCounter.
