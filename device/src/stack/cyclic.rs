@@ -16,10 +16,12 @@
 //!   exchange) it does not tick: it blocks on a condition variable until [`CyclicShared::set_job`]
 //!   installs a job or [`CyclicShared::request_stop`] is called (an idle daemon costs no CPU
 //!   time here; `stackCycles` counts only the cycles of data exchange);
-//! * per cycle it only reads atomics, copies the Q area with the image's wait-free
+//! * per cycle it only reads atomics, claims the slot (one `fetch_max` shared with the standby
+//!   sender, `standby.rs`), copies the Q area with the image's wait-free
 //!   `cyclic_read_output`, patches a pre-built frame and calls `send(2)`: no allocation, no
-//!   blocking lock (the job is taken with `try_lock` only when its generation changed), no
-//!   logging, no tokio.
+//!   blocking lock (the job is taken with `try_lock` only when its generation changed; at that
+//!   change the job is also handed to the standby under a lock the standby only `try_lock`s),
+//!   no logging, no tokio.
 //!
 //! # Relation to the protocol crate
 //! This file is the I/O shell of the protocol crate's PPM and CPM: the frame template and its
