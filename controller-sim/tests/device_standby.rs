@@ -62,7 +62,7 @@ fn standby_sender_covers_a_held_provider_thread() {
         cpus >= 2,
         "the standby test needs two CPUs, this machine has {cpus}"
     );
-    let hold = json!({"Dev": {"FaultProviderHold": "100/1000"}});
+    let hold = json!({"Dev": {"FaultProviderHold": {"Ms": 100, "Every": 1000}}});
 
     // With a standby on CPU 0.
     let mut settings = hold.clone();

@@ -49,7 +49,8 @@ const KNOWN_KEYS: &[&str] = &[
     "Dev:FaultStartMode",
     "Dev:FaultStartTimes",
     "Dev:FaultPanicPath",
-    "Dev:FaultProviderHold",
+    "Dev:FaultProviderHold:Ms",
+    "Dev:FaultProviderHold:Every",
 ];
 
 /// Parsed service settings.
@@ -263,7 +264,10 @@ impl Settings {
                 &s("Dev:FaultStartMode")?,
                 n("Dev:FaultStartTimes")?,
                 &s("Dev:FaultPanicPath")?,
-                &s("Dev:FaultProviderHold")?,
+                (
+                    n("Dev:FaultProviderHold:Ms")?,
+                    n("Dev:FaultProviderHold:Every")?,
+                ),
             )?,
             unknown_keys,
         })

@@ -15,7 +15,7 @@
 //! | `Dev:FaultStartMode` | `Any` (default), `Fresh` or `Reuse`: which starts fail |
 //! | `Dev:FaultStartTimes` | how many matching starts fail (default 1) |
 //! | `Dev:FaultPanicPath` | an API path whose handler panics (to show the 500 path) |
-//! | `Dev:FaultProviderHold` | `MS/EVERY`: the provider's real-time thread stops for MS ms after every EVERY frames it sent, as on a vCPU the hypervisor holds (the standby sender's test) |
+//! | `Dev:FaultProviderHold:Ms`, `:Every` | the provider's real-time thread stops for Ms ms after every Every frames it sent, as on a vCPU the hypervisor holds (the standby sender's test) |
 
 #[cfg(feature = "test-hooks")]
 use std::sync::{Arc, Mutex};
@@ -46,20 +46,22 @@ pub struct ProviderHold {
 }
 
 impl ProviderHold {
-    fn parse(s: &str) -> Result<Option<ProviderHold>, String> {
-        if s.is_empty() {
+    /// From the numbers of `Dev:FaultProviderHold:Ms` and `:Every` (both 0: no hold).
+    fn from_numbers(ms: f64, every: f64) -> Result<Option<ProviderHold>, String> {
+        if ms == 0.0 && every == 0.0 {
             return Ok(None);
         }
-        let err = || format!("Dev:FaultProviderHold '{s}': want MS/EVERY (1..1000 / 1..1000000)");
-        let (ms, every) = s.split_once('/').ok_or_else(err)?;
-        let (ms, every): (u32, u32) = (
-            ms.trim().parse().map_err(|_| err())?,
-            every.trim().parse().map_err(|_| err())?,
-        );
-        if !(1..=1000).contains(&ms) || !(1..=1_000_000).contains(&every) {
-            return Err(err());
+        let whole_in = |v: f64, max: f64| v.fract() == 0.0 && (1.0..=max).contains(&v);
+        if !whole_in(ms, 1000.0) || !whole_in(every, 1_000_000.0) {
+            return Err(format!(
+                "Dev:FaultProviderHold: Ms {ms} and Every {every} must be whole numbers, \
+                 1..1000 ms after every 1..1000000 frames"
+            ));
         }
-        Ok(Some(ProviderHold { ms, every }))
+        Ok(Some(ProviderHold {
+            ms: ms as u32,
+            every: every as u32,
+        }))
     }
 }
 
@@ -83,7 +85,7 @@ impl Faults {
         mode: &str,
         times: f64,
         panic_path: &str,
-        provider_hold: &str,
+        provider_hold: (f64, f64),
     ) -> Result<Faults, String> {
         let start = if failure.is_empty() {
             None
@@ -126,7 +128,7 @@ impl Faults {
         Ok(Faults {
             start,
             panic_path: (!panic_path.is_empty()).then(|| panic_path.to_string()),
-            provider_hold: ProviderHold::parse(provider_hold)?,
+            provider_hold: ProviderHold::from_numbers(provider_hold.0, provider_hold.1)?,
         })
     }
 }
@@ -207,7 +209,7 @@ mod tests {
 
     #[test]
     fn settings_parse_and_validate() {
-        let f = Faults::from_settings("ReuseStack", -1.0, "Reuse", 0.0, "", "").unwrap();
+        let f = Faults::from_settings("ReuseStack", -1.0, "Reuse", 0.0, "", (0.0, 0.0)).unwrap();
         assert_eq!(
             f.start,
             Some(StartFault {
@@ -217,20 +219,22 @@ mod tests {
                 times: 1
             })
         );
-        assert!(!Faults::from_settings("", 0.0, "", 0.0, "", "")
+        assert!(!Faults::from_settings("", 0.0, "", 0.0, "", (0.0, 0.0))
             .unwrap()
             .any());
-        assert!(Faults::from_settings("Boom", 0.0, "", 0.0, "", "").is_err());
-        assert!(Faults::from_settings("StartPhase", 0.5, "", 0.0, "", "").is_err());
-        assert!(Faults::from_settings("StartPhase", 0.0, "Sometimes", 0.0, "", "").is_err());
+        assert!(Faults::from_settings("Boom", 0.0, "", 0.0, "", (0.0, 0.0)).is_err());
+        assert!(Faults::from_settings("StartPhase", 0.5, "", 0.0, "", (0.0, 0.0)).is_err());
+        assert!(
+            Faults::from_settings("StartPhase", 0.0, "Sometimes", 0.0, "", (0.0, 0.0)).is_err()
+        );
         assert_eq!(
-            Faults::from_settings("", 0.0, "", 0.0, "/api/diag", "")
+            Faults::from_settings("", 0.0, "", 0.0, "/api/diag", (0.0, 0.0))
                 .unwrap()
                 .panic_path
                 .as_deref(),
             Some("/api/diag")
         );
-        let h = Faults::from_settings("", 0.0, "", 0.0, "", "20/1000").unwrap();
+        let h = Faults::from_settings("", 0.0, "", 0.0, "", (20.0, 1000.0)).unwrap();
         assert_eq!(
             h.provider_hold,
             Some(ProviderHold {
@@ -239,10 +243,16 @@ mod tests {
             })
         );
         assert!(h.any());
-        for bad in ["20", "0/10", "20/0", "x/1", "2000/1"] {
+        for bad in [
+            (20.0, 0.0),
+            (0.0, 10.0),
+            (1.5, 10.0),
+            (2000.0, 1.0),
+            (-1.0, 5.0),
+        ] {
             assert!(
                 Faults::from_settings("", 0.0, "", 0.0, "", bad).is_err(),
-                "{bad}"
+                "{bad:?}"
             );
         }
     }

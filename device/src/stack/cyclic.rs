@@ -311,6 +311,22 @@ pub(super) struct SenderIo<'a> {
     pub counters: &'a SharedCounters,
 }
 
+impl<'a> SenderIo<'a> {
+    pub fn new(
+        shared: &'a CyclicShared,
+        image: &'a ProcessImage,
+        link: &'a RawLink,
+        counters: &'a SharedCounters,
+    ) -> SenderIo<'a> {
+        SenderIo {
+            shared,
+            image,
+            link,
+            counters,
+        }
+    }
+}
+
 /// One sender's buffers (the real-time thread and the standby sender each own one), allocated
 /// once before their loops.
 pub(super) struct SendBuf {
@@ -523,12 +539,7 @@ fn run(
 
     // Everything the loop needs is allocated here, once.
     let mut buf = SendBuf::new();
-    let io = SenderIo {
-        shared,
-        image,
-        link,
-        counters,
-    };
+    let io = SenderIo::new(shared, image, link, counters);
     let mut job: Option<Arc<ProviderTemplate>> = None;
     let mut seen_gen = u64::MAX;
     // The CycleCounter of the last frame sent: it runs on across ARs (a new CR continues

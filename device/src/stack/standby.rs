@@ -165,12 +165,7 @@ fn run(
     tracing::info!(cpu, grace_ns = ?cfg.grace_ns, "standby sender running");
     let sb = &shared.standby;
     let mut buf = SendBuf::new();
-    let io = SenderIo {
-        shared,
-        image,
-        link,
-        counters,
-    };
+    let io = SenderIo::new(shared, image, link, counters);
     let mut plan: Option<(Arc<ProviderTemplate>, StandbyClock)> = None;
     let mut seen = u64::MAX;
     // Frames this thread sent for the current job (logged when the job ends: not per cycle).
