@@ -16,18 +16,12 @@ use serde_json::json;
 
 /// Cpus_allowed_list of the daemon's thread `comm`.
 fn cpus_of(pid: u32, comm: &str) -> String {
-    let task = pn_testkit::daemon::thread_report(pid);
-    let dir = std::fs::read_dir(format!("/proc/{pid}/task")).expect("task dir");
-    for e in dir.flatten() {
-        let p = e.path();
-        if std::fs::read_to_string(p.join("comm")).is_ok_and(|c| c.trim() == comm) {
-            let st = std::fs::read_to_string(p.join("status")).unwrap_or_default();
-            if let Some(l) = st.lines().find(|l| l.starts_with("Cpus_allowed_list:")) {
-                return l["Cpus_allowed_list:".len()..].trim().to_string();
-            }
-        }
-    }
-    panic!("no thread {comm} in the daemon:\n{task}");
+    pn_testkit::daemon::thread_cpus(pid, comm).unwrap_or_else(|| {
+        panic!(
+            "no thread {comm} in the daemon:\n{}",
+            pn_testkit::daemon::thread_report(pid)
+        )
+    })
 }
 
 /// Run 3.5 s of data exchange (three holds); the AR's state and status at the end.
@@ -57,11 +51,7 @@ fn standby_sender_covers_a_held_provider_thread() {
     if !pn_testkit::env::require_root() {
         return;
     }
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    assert!(
-        cpus >= 2,
-        "the standby test needs two CPUs, this machine has {cpus}"
-    );
+    let cpus = pn_testkit::env::cpus_at_least(2, "the standby sender");
     let hold = json!({"Dev": {"FaultProviderHold": {"Ms": 100, "Every": 1000}}});
 
     // With a standby on CPU 0.

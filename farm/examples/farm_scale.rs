@@ -86,6 +86,7 @@ fn main() {
                     realtime: true,
                     state_dir: None,
                     rx: Default::default(),
+                    standby: None,
                 },
             )
         })

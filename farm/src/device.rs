@@ -101,7 +101,7 @@ pub struct FarmDevice {
     lldp: LldpAgent,
     /// Remanent data (`None`: kept for the farm's lifetime only).
     store: Option<Arc<DeviceStore>>,
-    cyc: CyclicShared,
+    cyc: Arc<CyclicShared>,
     provider: Option<Provider>,
     watchdog: Option<DataHold>,
     /// Key of this device in the I/O loop's deadline set.
@@ -260,10 +260,10 @@ impl FarmDevice {
             alarm: None,
             lldp,
             store,
-            cyc: CyclicShared::new(
+            cyc: Arc::new(CyclicShared::new(
                 u64::from(cfg.send_clock_factor.max(1)) * TIME_BASE_NS,
                 false,
-            ),
+            )),
             provider: None,
             watchdog: None,
             armed: None,
@@ -273,6 +273,13 @@ impl FarmDevice {
 
     pub fn mac(&self) -> [u8; 6] {
         self.mac
+    }
+
+    /// What the farm's standby sender needs of this device: the cyclic state it shares with
+    /// the provider (the slot claim, the published plan, the DataStatus bits) and the device
+    /// (its input data and counters).
+    pub fn standby_parts(&self) -> (Arc<CyclicShared>, Arc<DevShared>) {
+        (self.cyc.clone(), self.shared.clone())
     }
 
     /// The current IP (DCP may have changed it).
@@ -643,12 +650,9 @@ impl FarmDevice {
                     self.cyc
                         .set_consumer(Some(plan.consumer.clone()), &self.shared.image);
                     self.watchdog = None;
-                    self.provider = Some(Provider::new(
-                        plan.provider,
-                        now,
-                        plan.period_ns,
-                        self.shared.image.output_len(),
-                    ));
+                    let p = Provider::new(plan.provider, now, plan.period_ns);
+                    self.cyc.standby.publish(Some(p.plan()));
+                    self.provider = Some(p);
                     self.shared.image.set_device_status(IOXS_GOOD, IOXS_GOOD);
                     self.dcp.set_ar_active(true);
                     let who = format!(
@@ -682,6 +686,7 @@ impl FarmDevice {
                             .fetch_add(1, Ordering::Relaxed);
                     }
                     self.provider = None;
+                    self.cyc.standby.publish(None);
                     self.watchdog = None;
                     self.cyc.set_consumer(None, &self.shared.image);
                     if let (Some(mut alarm), Some(st)) = (self.alarm.take(), rta) {

@@ -482,7 +482,7 @@ fn sends_first(first_deadline: Option<u64>, woke: u64) -> bool {
 
 /// Run the loop until `farm.stop`; then end every AR (ERR-RTA "device deactivated").
 pub fn run(
-    sock: PnSocket,
+    sock: Arc<PnSocket>,
     mut rx: Rx,
     devs: Vec<FarmDevice>,
     farm: Arc<FarmShared>,

@@ -6,6 +6,8 @@
 //! * [`device`]: one device: the machines and the shell glue;
 //! * [`io`]: the one I/O loop (thread `farm-io`): one raw socket, one deadline set, batched
 //!   sends; ARP replies for the devices' IPs (`pn_protocol::wire::arp`);
+//! * [`standby`]: the standby sender (thread `farm-standby`, `--standby-cpu`): sends a
+//!   device's slot the I/O loop has not sent a quarter period after it was due;
 //! * [`remanent`]: the devices' remanent data (`--state-dir`, one file per device);
 //! * [`status`]: the status view (thread `farm-http`).
 
@@ -13,6 +15,7 @@ pub mod device;
 pub mod io;
 pub mod plant;
 pub mod remanent;
+pub mod standby;
 pub mod status;
 
 use std::net::{SocketAddr, TcpListener};
@@ -39,6 +42,9 @@ pub struct FarmOptions {
     pub state_dir: Option<std::path::PathBuf>,
     /// How the I/O loop reads frames (a receive ring unless told otherwise).
     pub rx: io::RxMode,
+    /// A standby sender on this CPU (`None`: none), with its grace (`None`: a quarter
+    /// period); the I/O loop then leaves that CPU.
+    pub standby: Option<pn_device::stack::standby::StandbyConfig>,
 }
 
 /// A running farm. Dropping it stops it (every AR ended with ERR-RTA).
@@ -58,6 +64,7 @@ impl Farm {
                 .map_err(|e| format!("state directory {}: {e}", d.display()))?;
         }
         let (sock, rx_side) = io::open(nic, opts.rx, specs.len())?;
+        let sock = Arc::new(sock);
         let now = Instant(pn_device::stack::cyclic::mono_ns());
         let boot = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -83,12 +90,34 @@ impl Farm {
         let mut threads = Vec::new();
         let s2 = shared.clone();
         let realtime = opts.realtime;
-        threads.push(
-            std::thread::Builder::new()
-                .name("farm-io".into())
-                .spawn(move || io::run(sock, rx_side, devs, s2, rx, realtime))
-                .map_err(|e| format!("farm-io thread: {e}"))?,
-        );
+        let standby = opts.standby;
+        if let Some(cfg) = standby {
+            let parts = devs.iter().map(FarmDevice::standby_parts).collect();
+            match standby::spawn(sock.clone(), parts, shared.clone(), cfg, realtime) {
+                Ok(h) => threads.push(h),
+                // Not the end of the farm: it runs as without --standby-cpu, and says so.
+                Err(e) => tracing::warn!(error = %e, "farm standby sender: no thread; no standby"),
+            }
+        }
+        let io_thread = std::thread::Builder::new()
+            .name("farm-io".into())
+            .spawn(move || {
+                if let Some(cfg) = standby {
+                    pn_device::stack::standby::avoid_cpu(cfg.cpu);
+                }
+                io::run(sock, rx_side, devs, s2, rx, realtime)
+            });
+        match io_thread {
+            Ok(h) => threads.push(h),
+            Err(e) => {
+                drop(Farm {
+                    shared,
+                    threads,
+                    http_addr: None,
+                });
+                return Err(format!("farm-io thread: {e}"));
+            }
+        }
         if let Some(l) = listener {
             match status::spawn_http(l, shared.clone()) {
                 Ok(h) => threads.push(h),

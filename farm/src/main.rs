@@ -57,6 +57,16 @@ struct Cli {
     /// it), or `mmsg`, recvmmsg(2) batches.
     #[arg(long, value_enum, default_value_t = RxMode::Ring)]
     rx: RxMode,
+    /// Run a standby sender on this CPU: it sends a device's cyclic frame for a slot the I/O
+    /// loop has not sent a quarter period after it was due (the loop's CPU held by the
+    /// hypervisor or another task), and the I/O loop leaves this CPU. Same rule as
+    /// pn-device's Cyclic:StandbyCpu (docs/decisions.md §41).
+    #[arg(long)]
+    standby_cpu: Option<usize>,
+    /// With --standby-cpu: the standby's wait after a slot's due time, in µs (default: a
+    /// quarter period; at most half a period).
+    #[arg(long, requires = "standby_cpu", value_parser = clap::value_parser!(u64).range(1..))]
+    standby_grace_us: Option<u64>,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -123,6 +133,12 @@ fn main() {
         realtime: !cli.no_realtime,
         state_dir: cli.state_dir.clone(),
         rx: cli.rx,
+        standby: cli
+            .standby_cpu
+            .map(|cpu| pn_device::stack::standby::StandbyConfig {
+                cpu,
+                grace_ns: cli.standby_grace_us.map(|us| us * 1000),
+            }),
     };
     // The stop signals are taken over before the farm starts: a SIGTERM that comes as soon as
     // the status view answers must stop the farm cleanly (every AR ended with its ERR-RTA),

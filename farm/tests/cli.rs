@@ -21,6 +21,8 @@ fn help_and_version() {
         "--ip-base",
         "--mac-base",
         "--http",
+        "--standby-cpu",
+        "--standby-grace-us",
     ] {
         assert!(text.contains(opt), "{opt} missing from --help:\n{text}");
     }
@@ -62,4 +64,22 @@ fn bad_numbering_fails_before_the_network() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_standby_grace_needs_a_standby_cpu_and_is_positive() {
+    for args in [
+        &["--standby-grace-us", "100"][..],
+        &["--standby-cpu", "1", "--standby-grace-us", "0"][..],
+        &["--standby-cpu", "x"][..],
+    ] {
+        let out = farm()
+            .args(["--interface", "nonexistent0"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("--standby-"), "{args:?}: {err}");
+    }
 }

@@ -73,14 +73,25 @@ fn start_farm(
         mac_base: DEFAULT_MAC_BASE,
         unnamed: false,
     };
-    let specs = numbered(cfg, nic, &numbering).unwrap();
-    let nic = nic.to_string();
     let opts = FarmOptions {
         http: http.then(|| "127.0.0.1:0".parse().unwrap()),
         realtime: true,
         state_dir: None,
         rx,
+        standby: None,
     };
+    start_farm_with(ns, nic, cfg, &numbering, opts)
+}
+
+fn start_farm_with(
+    ns: &NetNs,
+    nic: &str,
+    cfg: &RuntimeConfig,
+    numbering: &Numbering,
+    opts: FarmOptions,
+) -> Farm {
+    let specs = numbered(cfg, nic, numbering).unwrap();
+    let nic = nic.to_string();
     ns.enter(move || Farm::start(&nic, &specs, opts))
         .unwrap()
         .expect("farm")
@@ -101,6 +112,19 @@ fn start_controller(ns: &NetNs, nic: &str) -> Controller {
     })
     .unwrap()
     .expect("controller")
+}
+
+/// The controller's AR for farm device `k` (0-based, IP [`BASE`] + k) named `name`: every
+/// cycle (4 ms), DataHoldFactor and WatchdogFactor `dhf`.
+fn ar_for(text: &str, name: &str, k: usize, dhf: u16) -> ArConfig {
+    let mut m = DeviceConfig::parse(text).unwrap().model;
+    m.station_name = name.into();
+    let mut c = ArConfig::new(m);
+    c.device_ip = Some(Ipv4Addr::new(192, 168, 83, 10 + k as u8));
+    c.timing.reduction_ratio = 1;
+    c.timing.data_hold_factor = dhf;
+    c.timing.watchdog_factor = dhf;
+    c
 }
 
 #[test]
@@ -132,16 +156,9 @@ fn controller_discovers_connects_exchanges_reads_alarms_and_releases_farm_device
     }
 
     // Three ARs at once (device 4 stays idle).
-    let model = DeviceConfig::parse(&text).unwrap().model;
     let mut ars = Vec::new();
     for k in 0..3usize {
-        let mut m = model.clone();
-        m.station_name = format!("farm-dev-{}", k + 1);
-        let mut c = ArConfig::new(m);
-        c.device_ip = Some(Ipv4Addr::new(192, 168, 83, 10 + k as u8));
-        c.timing.reduction_ratio = 1;
-        c.timing.data_hold_factor = 125;
-        c.timing.watchdog_factor = 125;
+        let c = ar_for(&text, &format!("farm-dev-{}", k + 1), k, 125);
         let h = ctl
             .connect(c)
             .unwrap_or_else(|e| panic!("connect farm-dev-{}: {e}\n{:?}", k + 1, farm.devices()));
@@ -485,15 +502,10 @@ fn a_held_io_loop_does_not_trip_on_the_frames_it_has_not_read_yet() {
     let cfg = RuntimeConfig::parse(&text, "test").unwrap();
     let farm = start_farm(&dev_ns, &veth.b, &cfg, "farm-hold-", 1, false, RxMode::Ring);
     let ctl = start_controller(&ctl_ns, &veth.a);
-    let mut m = DeviceConfig::parse(&text).unwrap().model;
-    m.station_name = "farm-hold-1".into();
-    let mut c = ArConfig::new(m);
-    c.device_ip = Some(BASE);
-    c.timing.reduction_ratio = 1;
     // 4 ms x 3: a data-hold time of 12 ms on both sides.
-    c.timing.data_hold_factor = 3;
-    c.timing.watchdog_factor = 3;
-    let h = ctl.connect(c).expect("connect");
+    let h = ctl
+        .connect(ar_for(&text, "farm-hold-1", 0, 3))
+        .expect("connect");
     // In data exchange with frames both ways (the data-hold timer runs from the first).
     assert!(pn_testkit::poll::until(Duration::from_secs(5), || {
         let d = &farm.devices()[0];
@@ -548,4 +560,102 @@ fn a_missing_nic_is_a_clear_error_in_both_receive_modes() {
             "{mode:?}: {e}"
         );
     }
+}
+
+/// Cpus_allowed_list of this process's thread `comm`.
+fn cpus_of_thread(comm: &str) -> String {
+    pn_testkit::daemon::thread_cpus(std::process::id(), comm)
+        .unwrap_or_else(|| panic!("no thread {comm} in this process"))
+}
+
+/// The farm's standby sender (`--standby-cpu`, decisions §41): two devices in data exchange
+/// at 4 ms with DataHoldFactor 3 (12 ms), the I/O loop held for 250 ms (as a vCPU the
+/// hypervisor holds). The standby on CPU 0 sends both devices' slots meanwhile: the
+/// controller's watchdog does not expire, no slot arrives twice, both ARs stay up, and the
+/// devices' views count the standby's frames. Without a standby the same hold ends the AR
+/// (`a_held_io_loop_does_not_trip_on_the_frames_it_has_not_read_yet` above).
+#[test]
+fn the_standby_sender_covers_a_held_io_loop() {
+    if !pn_testkit::env::require_root() {
+        return;
+    }
+    pn_testkit::env::cpus_at_least(2, "the standby sender");
+    let (ctl_ns, dev_ns, veth) =
+        Veth::controller_device("pnfs", Some(CTL_IP), None).expect("namespaces and veth pair");
+    let text = xml();
+    let cfg = RuntimeConfig::parse(&text, "test").unwrap();
+    let numbering = Numbering {
+        count: 2,
+        name_prefix: "farm-sb-".into(),
+        ip_base: Some(BASE),
+        mac_base: DEFAULT_MAC_BASE,
+        unnamed: false,
+    };
+    let opts = FarmOptions {
+        http: None,
+        realtime: true,
+        state_dir: None,
+        rx: RxMode::Ring,
+        standby: Some(pn_device::stack::standby::StandbyConfig {
+            cpu: 0,
+            grace_ns: None,
+        }),
+    };
+    let farm = start_farm_with(&dev_ns, &veth.b, &cfg, &numbering, opts);
+    let ctl = start_controller(&ctl_ns, &veth.a);
+    let hs: Vec<_> = (0..2)
+        .map(|k| {
+            ctl.connect(ar_for(&text, &format!("farm-sb-{}", k + 1), k, 3))
+                .expect("connect")
+        })
+        .collect();
+    assert!(pn_testkit::poll::until(Duration::from_secs(5), || {
+        farm.devices()
+            .iter()
+            .all(|d| d.state == "DataExchange" && d.frames_received >= 10)
+    }));
+    assert_eq!(cpus_of_thread("farm-standby"), "0");
+    let io_cpus = cpus_of_thread("farm-io");
+    assert!(
+        !io_cpus.split([',', '-']).any(|c| c == "0"),
+        "the I/O loop left the standby's CPU: {io_cpus}"
+    );
+    let before = farm.devices();
+    assert!(before.iter().all(|d| d.standby_frames == 0), "{before:?}");
+
+    assert!(farm.hold_io(Duration::from_millis(250)));
+    // The hold's 62 slots of each device, sent by the standby.
+    let covered = pn_testkit::poll::until(Duration::from_secs(5), || {
+        farm.devices().iter().all(|d| d.standby_frames >= 50)
+    });
+    // A few cycles after the hold: the loop sends again.
+    let sent = farm.devices()[0].frames_sent;
+    assert!(pn_testkit::poll::until(Duration::from_secs(5), || {
+        farm.devices()[0].frames_sent >= sent + 10
+    }));
+    let after = farm.devices();
+    assert!(covered, "{after:?}");
+    for (h, d) in hs.iter().zip(&after) {
+        let st = h.status();
+        assert_eq!(h.state(), ArState::DataExchange, "{st:?} {d:?}");
+        assert_eq!(st.watchdog_expiries, 0, "{st:?}");
+        assert_eq!(st.frames_duplicate, 0, "a slot sent twice: {st:?}");
+        assert_eq!(d.state, "DataExchange", "{d:?}");
+        assert_eq!(d.watchdog_trips, 0, "{d:?}");
+        // About 62 slots of a 250 ms hold at 4 ms; the loop sent the others, before and
+        // after the hold.
+        assert!(d.standby_frames <= 70, "{d:?}");
+        let b = &before[d.index];
+        assert!(
+            d.frames_sent - d.standby_frames > b.frames_sent,
+            "{b:?} {d:?}"
+        );
+    }
+    eprintln!(
+        "standby frames: {:?}",
+        after.iter().map(|d| d.standby_frames).collect::<Vec<_>>()
+    );
+    drop(ctl);
+    drop(farm);
+    drop(veth);
 }

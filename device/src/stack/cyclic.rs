@@ -74,7 +74,8 @@ pub fn mono_ns() -> u64 {
         .saturating_add(ts.tv_nsec as u64)
 }
 
-pub(super) fn sleep_until_abs(deadline_ns: u64) {
+/// Sleep until `deadline_ns` (CLOCK_MONOTONIC, absolute: no drift from the time of the call).
+pub fn sleep_until_abs(deadline_ns: u64) {
     let ts = libc::timespec {
         tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
@@ -327,13 +328,19 @@ impl<'a> SenderIo<'a> {
     }
 }
 
-/// One sender's buffers (the real-time thread and the standby sender each own one), allocated
-/// once before their loops.
-pub(super) struct SendBuf {
+/// One sender's buffers (the real-time thread and the standby sender each own one; the farm
+/// one per device and one per device in its standby), allocated once before their loops.
+pub struct SendBuf {
     q: Vec<u8>,
     frame: Vec<u8>,
     /// A consistent Q area was copied into `frame` since the job was loaded.
     have_q: bool,
+}
+
+impl Default for SendBuf {
+    fn default() -> SendBuf {
+        SendBuf::new()
+    }
 }
 
 impl SendBuf {
@@ -352,16 +359,28 @@ impl SendBuf {
         self.have_q = false;
     }
 
-    /// Fill (Q data), stamp (CycleCounter `counter`, DataStatus) and send the frame of a slot
-    /// the caller has claimed; counts it. The one send path of both senders. A Q area that a
-    /// writer is copying at this moment is not waited for: the previous content goes again.
-    pub fn send(&mut self, job: &ProviderTemplate, counter: u16, io: &SenderIo) -> bool {
-        let gen = io.image.cyclic_read_output(&mut self.q).ok();
+    /// The frame as last filled.
+    pub fn frame(&self) -> &[u8] {
+        &self.frame
+    }
+
+    /// Fill (Q data of `image`) and stamp (CycleCounter `counter`, DataStatus from `sh`) the
+    /// frame of a slot the caller has claimed. A Q area that a writer is copying at this
+    /// moment is not waited for: the previous content goes again. Returns the generation of
+    /// the Q data copied, for [`ProcessImage::cyclic_mark_output_sent`] once the frame is
+    /// sent. The one frame path of every sender (daemon, standby, farm).
+    pub fn fill(
+        &mut self,
+        job: &ProviderTemplate,
+        counter: u16,
+        sh: &CyclicShared,
+        image: &ProcessImage,
+    ) -> Option<u64> {
+        let gen = image.cyclic_read_output(&mut self.q).ok();
         if gen.is_some() {
             self.have_q = true;
             job.copy_items(&mut self.frame, &self.q);
         }
-        let sh = io.shared;
         let ds = DataStatus::new(
             true,
             self.have_q,
@@ -374,6 +393,12 @@ impl SendBuf {
             transfer_status: 0,
         };
         job.stamp(&mut self.frame, st);
+        gen
+    }
+
+    /// [`SendBuf::fill`], then send the frame on the daemon's link and count it.
+    pub(super) fn send(&mut self, job: &ProviderTemplate, counter: u16, io: &SenderIo) -> bool {
+        let gen = self.fill(job, counter, io.shared, io.image);
         let c = io.counters;
         if !io.link.send(&self.frame) {
             c.dropped_frames.fetch_add(1, Ordering::Relaxed);
@@ -383,7 +408,7 @@ impl SendBuf {
         c.tx_rt_frames.fetch_add(1, Ordering::Relaxed);
         c.stack_frames_tx.fetch_add(1, Ordering::Relaxed);
         c.cycle_counter.store(u64::from(counter), Ordering::Relaxed);
-        sh.provider_frames.fetch_add(1, Ordering::Relaxed);
+        io.shared.provider_frames.fetch_add(1, Ordering::Relaxed);
         if let Some(gen) = gen {
             io.image.cyclic_mark_output_sent(gen);
         }

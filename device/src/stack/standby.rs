@@ -25,7 +25,7 @@ use super::cyclic::{mono_ns, CyclicShared, SendBuf, SenderIo};
 use super::RawLink;
 
 /// SCHED_FIFO priority of the standby (the provider runs at 60).
-const STANDBY_PRIO: i32 = 59;
+pub const STANDBY_PRIO: i32 = 59;
 
 /// What the standby follows: the provider's job and its clock as installed.
 #[derive(Clone)]
@@ -33,6 +33,9 @@ struct Plan {
     job: Arc<ProviderTemplate>,
     clock: SlotClock,
 }
+
+/// A provider's job and its clock as installed ([`StandbyShared::try_plan`]).
+pub type PublishedPlan = (Arc<ProviderTemplate>, SlotClock);
 
 /// The provider's side of the standby: the claim both senders share and the plan the
 /// provider publishes when its job changes.
@@ -57,6 +60,20 @@ impl StandbyShared {
         *self.plan.lock().unwrap_or_else(|p| p.into_inner()) = plan;
         self.plan_gen.fetch_add(1, Ordering::Release);
         self.wake();
+    }
+
+    /// The provider's job and its clock as published, with the generation read (it changes
+    /// with every [`StandbyShared::publish`]); `None` while the provider is publishing (look
+    /// again at the next wake-up). For a standby of its own (the farm's, one for all devices).
+    pub fn try_plan(&self) -> Option<(u64, Option<PublishedPlan>)> {
+        let g = self.plan_gen.load(Ordering::Acquire);
+        let p = self.plan.try_lock().ok()?;
+        Some((g, p.as_ref().map(|p| (p.job.clone(), p.clock))))
+    }
+
+    /// Generation of the plan: [`StandbyShared::try_plan`] is only needed when it changed.
+    pub fn plan_gen(&self) -> u64 {
+        self.plan_gen.load(Ordering::Acquire)
     }
 
     /// Wake the standby (new plan or stop).
@@ -100,7 +117,7 @@ pub struct StandbyConfig {
 }
 
 /// Restrict the calling thread to `cpu`.
-fn pin_self(cpu: usize) -> std::io::Result<()> {
+pub fn pin_self(cpu: usize) -> std::io::Result<()> {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET with an index below
     // CPU_SETSIZE (checked) only sets a bit of it.
     unsafe {

@@ -4,45 +4,45 @@
 //! with the cycle counter and data status), as pn-device's real-time thread does.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-use pn_device::stack::cyclic::{self, Consumed};
+use pn_device::stack::cyclic::{self, Consumed, SendBuf};
 use pn_protocol::machine::cmdev::EndCause;
 use pn_protocol::machine::cyclic::TIME_BASE_NS;
 use pn_protocol::machine::data_hold::DataHold;
 use pn_protocol::machine::ppm::{ProviderTemplate, SlotClock};
 use pn_protocol::time::{Duration as PnDuration, Instant};
-use pn_protocol::wire::rt::{ApduStatus, DataStatus};
 use pn_protocol::wire::rta::abort_reason;
 
 use super::{Backlog, FarmDevice, Neighbours, Out};
 
-/// The provider of the current IO AR: its frame, its schedule and the last output data read.
+/// The provider of the current IO AR: its frame and its schedule.
 pub(super) struct Provider {
-    job: ProviderTemplate,
-    frame: Vec<u8>,
+    job: Arc<ProviderTemplate>,
+    /// The frame as last filled (pn-device's sender buffer: one fill-and-stamp path).
+    buf: SendBuf,
     /// The schedule, on the period grid (`SlotClock::on_grid`): every farm device of one
     /// period sends in the same wake-up of the I/O loop.
     clock: SlotClock,
-    have_q: bool,
-    q: Vec<u8>,
 }
 
 impl Provider {
     /// The provider of a new IO AR: the planned frame, sent on the grid of `period_ns` (at least
     /// the time base), no output data read yet.
-    pub(super) fn new(
-        job: ProviderTemplate,
-        now: Instant,
-        period_ns: u64,
-        output_len: usize,
-    ) -> Provider {
+    pub(super) fn new(job: ProviderTemplate, now: Instant, period_ns: u64) -> Provider {
+        let mut buf = SendBuf::new();
+        buf.load(&job);
         Provider {
-            frame: job.frame.clone(),
             clock: SlotClock::on_grid(now.0, period_ns.max(TIME_BASE_NS), job.counter_step),
-            have_q: false,
-            q: vec![0; output_len],
-            job,
+            job: Arc::new(job),
+            buf,
         }
+    }
+
+    /// What the standby sender follows (`machine::ppm_standby`): the job and the clock as
+    /// installed.
+    pub(super) fn plan(&self) -> (&Arc<ProviderTemplate>, SlotClock) {
+        (&self.job, self.clock)
     }
 
     /// When the next provider slot is due.
@@ -54,7 +54,7 @@ impl Provider {
 impl FarmDevice {
     /// The provider frame filled by the last [`FarmDevice::on_timer`] that reported it due.
     pub fn provider_frame(&self) -> Option<&[u8]> {
-        self.provider.as_ref().map(|p| p.frame.as_slice())
+        self.provider.as_ref().map(|p| p.buf.frame())
     }
 
     /// A cyclic frame addressed to this device (`payload` from the FrameID on).
@@ -138,31 +138,13 @@ impl FarmDevice {
         let Some(p) = self.provider.as_mut() else {
             return false;
         };
+        // A slot the standby sender has sent already (this loop was held past its grace) is
+        // not sent again (`machine::ppm_standby`); without a standby every claim succeeds.
+        if !self.cyc.standby.claim.claim(&slot) {
+            return false;
+        }
         let image = &self.shared.image;
-        let gen = match image.cyclic_read_output(&mut p.q) {
-            Ok(gen) => {
-                p.have_q = true;
-                p.job.copy_items(&mut p.frame, &p.q);
-                Some(gen)
-            }
-            // A writer is mid-copy: resend the previous content.
-            Err(_) => None,
-        };
-        let ds = DataStatus::new(
-            true,
-            p.have_q,
-            self.cyc.provider_run.load(Ordering::Relaxed),
-            !self.cyc.station_problem.load(Ordering::Relaxed),
-        );
-        p.job.stamp(
-            &mut p.frame,
-            ApduStatus {
-                cycle_counter: slot.cycle_counter,
-                data_status: ds,
-                transfer_status: 0,
-            },
-        );
-        if let Some(gen) = gen {
+        if let Some(gen) = p.buf.fill(&p.job, slot.cycle_counter, &self.cyc, image) {
             // Marked when queued: the batch is sent before the loop sleeps again.
             image.cyclic_mark_output_sent(gen);
         }

@@ -265,11 +265,12 @@ pub struct ScaleArgs {
     pub out: JsonOut,
 }
 
-/// The device's standby sender in a pinned bench (`pn-device` daemons only, not the farm).
+/// The devices' standby sender in a pinned bench (pn-device's `Cyclic:StandbyCpu`, the farm's
+/// `--standby-cpu`).
 #[derive(clap::Args, Debug, Clone, Copy, Default)]
 pub struct StandbyArgs {
-    /// With --pin: start the device(s) with the standby sender (`Cyclic:StandbyCpu`) on the
-    /// other CPU, which covers the slots a held vCPU costs the cyclic thread
+    /// With --pin: start the device(s) with the standby sender (`Cyclic:StandbyCpu`; the
+    /// farm's `--standby-cpu`) on the other CPU, which covers the slots a held vCPU costs the cyclic thread
     /// (docs/decisions.md §41); it follows the other CPU across --swap. The device then uses
     /// two CPUs (the standby wakes once a cycle on the other one).
     #[arg(long, requires = "pin")]

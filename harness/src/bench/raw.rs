@@ -413,23 +413,26 @@ pub fn pin_process(pid: u32, cpus: &[usize]) -> Result<(), String> {
     Ok(())
 }
 
-/// Name of the device's standby sender thread (`Cyclic:StandbyCpu`).
-const STANDBY_THREAD: &str = "pn-standby";
+/// Names of the standby sender threads: pn-device's (`Cyclic:StandbyCpu`) and pn-farm's
+/// (`--standby-cpu`).
+const STANDBY_THREADS: [&str; 2] = ["pn-standby", "farm-standby"];
 
 /// Pin the device process `pid`: its standby sender thread (if it runs one) to `standby_cpus`,
 /// every other thread to `cpus`.
 pub fn pin_device(pid: u32, cpus: &[usize], standby_cpus: &[usize]) -> Result<(), String> {
     pin_process(pid, cpus)?;
-    if let Some(p) = thread_path(pid, STANDBY_THREAD) {
+    for name in STANDBY_THREADS {
+        let Some(p) = thread_path(pid, name) else {
+            continue;
+        };
         let tid: u32 = p
             .rsplit('/')
             .next()
             .and_then(|t| t.parse().ok())
             .unwrap_or(0);
         if tid != 0 {
-            set_affinity(tid, standby_cpus).map_err(|e| {
-                format!("pin {pid}/{tid} ({STANDBY_THREAD}) to {standby_cpus:?}: {e}")
-            })?;
+            set_affinity(tid, standby_cpus)
+                .map_err(|e| format!("pin {pid}/{tid} ({name}) to {standby_cpus:?}: {e}"))?;
         }
     }
     Ok(())

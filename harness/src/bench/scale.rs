@@ -60,8 +60,8 @@ pub struct ScaleResult {
     pub load_threads: usize,
     /// `--isolate`: every other thread kept off the devices' CPU.
     pub isolate: bool,
-    /// `--standby`: each daemon ran its standby sender on the other CPU (grace in us, 0: a
-    /// quarter period); the frames they sent.
+    /// `--standby`: each daemon (or the farm) ran its standby sender on the other CPU (grace
+    /// in us, 0: a quarter period); the frames they sent.
     pub standby: bool,
     pub standby_grace_us: u64,
     pub standby_frames: i64,
@@ -429,11 +429,12 @@ fn lab(opts: &ScaleArgs, hires: bool) -> Result<(tempfile::TempDir, NetNs, Strin
     ctl_ns.exec_ok(&["ip", "link", "add", &br, "type", "bridge"])?;
     ctl_ns.exec_ok(&["ip", "link", "set", &br, "up"])?;
     ctl_ns.exec_ok(&["ip", "addr", "add", "10.77.0.1/16", "dev", &br])?;
+    // --standby: each daemon's (or the farm's) standby sender on the CPU the devices are not
+    // pinned to.
+    let cyclic = opts.standby.settings(opts.pin);
     let devs = if opts.farm {
-        Side::farm(n, dir.path(), &ctl_ns, &br, opts.farm_rx)?
+        Side::farm(n, dir.path(), &ctl_ns, &br, opts.farm_rx, &cyclic)?
     } else {
-        // --standby: each daemon's standby sender on the CPU the devices are not pinned to.
-        let cyclic = opts.standby.settings(opts.pin);
         Side::daemons(n, dir.path(), &ctl_ns, &br, hires, &cyclic)?
     };
     Ok((dir, ctl_ns, br, devs))
@@ -501,8 +502,8 @@ fn check_args(opts: &ScaleArgs) -> Result<(), String> {
     if !(1..=64).contains(&opts.connect_parallel) {
         return Err("--connect-parallel 1..=64".into());
     }
-    if opts.standby.standby && opts.farm {
-        return Err("--standby is a pn-device setting; the farm has no standby sender".into());
+    if opts.standby.standby && opts.pin.is_none() {
+        return Err("--standby needs --pin (the standby runs on the other CPU)".into());
     }
     if !pn_testkit::env::is_root() {
         return Err("needs root".into());

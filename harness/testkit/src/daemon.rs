@@ -479,6 +479,22 @@ pub fn read_log(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
 
+/// The CPUs thread `comm` of process `pid` may run on (`Cpus_allowed_list` of its status, e.g.
+/// "0" or "1-3"); `None` when the process has no thread of that name.
+pub fn thread_cpus(pid: u32, comm: &str) -> Option<String> {
+    let dir = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    dir.flatten().find_map(|e| {
+        let p = e.path();
+        let name = std::fs::read_to_string(p.join("comm")).ok()?;
+        if name.trim() != comm {
+            return None;
+        }
+        let st = std::fs::read_to_string(p.join("status")).ok()?;
+        let l = st.lines().find(|l| l.starts_with("Cpus_allowed_list:"))?;
+        Some(l["Cpus_allowed_list:".len()..].trim().to_string())
+    })
+}
+
 /// Where each thread of process `pid` is, for a failure message when the process stopped
 /// answering: per thread its name, state, scheduling policy and priority, last CPU, CPU time,
 /// the kernel function it sleeps in and its kernel stack (as root). Empty when `pid` is gone.

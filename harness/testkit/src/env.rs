@@ -51,6 +51,14 @@ pub fn require_root() -> bool {
     require(is_root(), "root (network namespaces / raw sockets)")
 }
 
+/// The CPUs this process may use; fails the test when they are fewer than `n` (`why`: what
+/// needs them). Not skipped: every machine this project's CI runs on has two.
+pub fn cpus_at_least(n: usize, why: &str) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
+    assert!(cpus >= n, "{why} needs {n} CPUs, this machine has {cpus}");
+    cpus
+}
+
 /// Shorthand: the test needs `tshark` on PATH.
 pub fn require_tshark() -> bool {
     require(

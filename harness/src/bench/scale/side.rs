@@ -152,6 +152,7 @@ impl Side {
         ctl_ns: &NetNs,
         br: &str,
         rx: super::super::FarmRx,
+        cyclic: &serde_json::Value,
     ) -> Result<Side, String> {
         let bin = sibling_binary("pn-farm")?;
         let ns = NetNs::new("bsf")?;
@@ -173,6 +174,8 @@ impl Side {
                 &base.to_string(),
             ])
             .args(["--http", FARM_HTTP, "--rx", rx.arg()])
+            // `--standby`: the daemons' `Cyclic` settings, as the farm's options.
+            .args(farm_standby_args(cyclic))
             // Plain log lines: the trip times are read from them.
             .env("NO_COLOR", "1")
             .env("RUST_LOG", "info");
@@ -272,7 +275,12 @@ impl Side {
                 .filter_map(|d| http_get(&d.ns, API, "/api/diag"))
                 .map(|v| v["stackStandbyFrames"].as_i64().unwrap_or(0))
                 .sum(),
-            Kind::Farm(..) => 0,
+            Kind::Farm(f, _) => http_get(&f.ns, FARM_HTTP, "/api/devices")
+                .and_then(|v| v.as_array().cloned())
+                .unwrap_or_default()
+                .iter()
+                .map(|d| d["standbyFrames"].as_i64().unwrap_or(0))
+                .sum(),
         }
     }
 
@@ -390,4 +398,17 @@ fn strip_ansi(line: &str) -> String {
         }
     }
     out
+}
+
+/// pn-farm's options for the daemons' `Cyclic` settings of `--standby` (`StandbyCpu` -1: none;
+/// `StandbyGraceUs` 0: the default grace).
+fn farm_standby_args(cyclic: &serde_json::Value) -> Vec<String> {
+    let mut a = Vec::new();
+    if let Some(cpu) = cyclic["StandbyCpu"].as_i64().filter(|c| *c >= 0) {
+        a.extend(["--standby-cpu".to_string(), cpu.to_string()]);
+        if let Some(g) = cyclic["StandbyGraceUs"].as_u64().filter(|g| *g > 0) {
+            a.extend(["--standby-grace-us".to_string(), g.to_string()]);
+        }
+    }
+    a
 }
