@@ -5,7 +5,8 @@
 //!   controller, its outputs arrive in the farm); an LLDPDU from the controller's side becomes
 //!   every farm device's neighbour, and PDPortDataReal (read implicitly) reports it; the whole
 //!   link is captured and every frame is dissected clean by tshark (DCP, CM over DCE/RPC, RT,
-//!   LLDP, ARP);
+//!   LLDP, ARP), the frames of the standby sender (`--standby-cpu`, racing the I/O loop with a
+//!   grace of 1 us) among them;
 //! * remanent data: a NameOfStation and an IP set permanently over DCP and an I&M1 record
 //!   written over an AR survive a restart of the farm with the same `--state-dir`; a
 //!   temporary name does not.
@@ -201,7 +202,13 @@ fn the_farm_binary_serves_three_devices_to_the_controller_binary_with_a_clean_ca
     });
     assert!(listening, "tcpdump did not start");
 
-    let mut farm = Proc::spawn(farm_cmd(&dev_ns, &veth.b, &cfg, 3, None), "pn-farm");
+    // With a standby sender whose grace is 1 us, it races the I/O loop for most slots (the
+    // loop wakes more than 1 us after a deadline): the capture and the controller then see
+    // both senders' frames, and a slot sent twice or a frame of the standby that tshark calls
+    // malformed fails the test.
+    let mut cmd = farm_cmd(&dev_ns, &veth.b, &cfg, 3, None);
+    cmd.args(["--standby-cpu", "0", "--standby-grace-us", "1"]);
+    let mut farm = Proc::spawn(cmd, "pn-farm");
     let views = wait_farm(&dev_ns, &mut farm, 3);
     assert_eq!(views[0].name, "bin-dev-1");
 
@@ -306,6 +313,10 @@ fn the_farm_binary_serves_three_devices_to_the_controller_binary_with_a_clean_ca
             "{name}: the controller never saw the inputs: {lines:?}"
         );
         assert_eq!(last["status"]["watchdogExpiries"], 0, "{last}");
+        assert_eq!(
+            last["status"]["framesDuplicate"], 0,
+            "a slot sent twice: {last}"
+        );
     }
     let back_idle = poll::until(Duration::from_secs(5), || {
         devices(&dev_ns).is_some_and(|v| v.iter().all(|d| d.state == "Idle"))
@@ -314,6 +325,7 @@ fn the_farm_binary_serves_three_devices_to_the_controller_binary_with_a_clean_ca
     for d in devices(&dev_ns).unwrap() {
         assert_eq!(d.watchdog_trips, 0, "{d:?}");
         assert!(d.frames_received > 0 && d.frames_sent > 0, "{d:?}");
+        assert!(d.standby_frames > 0, "the standby never sent: {d:?}");
     }
 
     let out = farm.stop();

@@ -9,7 +9,8 @@
 //! NameOfStation (DCP Identify), sets a new IP over DCP, reads I&M0 (DeviceAccess AR), connects
 //! (4 ms, DataHoldFactor 32: profinet-py's Python sender has gaps of tens of ms, see the pn-device
 //! test), exchanges data while the test writes two input values through the farm's status view,
-//! and releases. The first device must stay untouched (no AR, nothing sent).
+//! and releases. The first device must stay untouched (no AR, nothing sent). The farm runs a
+//! standby sender racing its I/O loop (grace 1 us): profinet-py gets frames of both.
 //!
 //! Needs root and python3 with the `profinet` module; under CI=true a missing one fails.
 
@@ -295,7 +296,10 @@ fn profinet_py_identifies_sets_ip_reads_im0_exchanges_and_releases_a_farm_device
             "--http",
             HTTP,
             "--no-realtime",
-        ]);
+        ])
+        // The standby sender with a grace of 1 us races the I/O loop for most slots:
+        // profinet-py receives both senders' frames.
+        .args(["--standby-cpu", "0", "--standby-grace-us", "1"]);
     let mut farm = Proc::spawn(c, "pn-farm");
     let views = common::wait_farm(&dev_ns, HTTP, &mut farm, 2);
     let (first, second) = (views[0].name.clone(), views[1].name.clone());
@@ -322,6 +326,9 @@ fn profinet_py_identifies_sets_ip_reads_im0_exchanges_and_releases_a_farm_device
     let d2 = view(&dev_ns, &second);
     if !idle || d2.as_ref().is_none_or(|v| v.watchdog_trips != 0) {
         failures.push(format!("after the release: {d2:?}"));
+    }
+    if d2.as_ref().is_none_or(|v| v.standby_frames == 0) {
+        failures.push(format!("the standby sender never sent: {d2:?}"));
     }
     if d2.as_ref().is_some_and(|v| v.ip != NEW_IP.to_string()) {
         failures.push(format!(

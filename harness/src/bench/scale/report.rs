@@ -121,6 +121,17 @@ pub fn print_result(r: &ScaleResult, streams: usize, bare_report: &str) {
             ""
         }
     );
+    if r.standby {
+        println!(
+            "the standby senders sent {} frames (slots their provider had not sent {} after they were due)",
+            r.standby_frames,
+            if r.standby_grace_us == 0 {
+                "a quarter period".to_string()
+            } else {
+                format!("{} us", r.standby_grace_us)
+            }
+        );
+    }
     println!(
         "farm slow passes logged (I/O loop 1 ms or more late, at most one line per 100 ms): {}",
         r.farm_slow_passes.len()
