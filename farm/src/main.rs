@@ -61,8 +61,10 @@ struct Cli {
     /// loop has not sent a quarter period after it was due (the loop's CPU held by the
     /// hypervisor or another task), and the I/O loop leaves this CPU. Same rule as
     /// pn-device's Cyclic:StandbyCpu (docs/decisions.md §41).
-    #[arg(long)]
-    standby_cpu: Option<usize>,
+    /// CPU numbers 0..1023, as pn-device's Cyclic:StandbyCpu; one this machine lacks is
+    /// reported in the log and the farm runs without a standby.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(0..1024))]
+    standby_cpu: Option<u16>,
     /// With --standby-cpu: the standby's wait after a slot's due time, in µs (default: a
     /// quarter period; at most half a period).
     #[arg(long, requires = "standby_cpu", value_parser = clap::value_parser!(u64).range(1..))]
@@ -136,7 +138,7 @@ fn main() {
         standby: cli
             .standby_cpu
             .map(|cpu| pn_device::stack::standby::StandbyConfig {
-                cpu,
+                cpu: usize::from(cpu),
                 grace_ns: cli.standby_grace_us.map(|us| us * 1000),
             }),
     };

@@ -67,11 +67,12 @@ fn bad_numbering_fails_before_the_network() {
 }
 
 #[test]
-fn a_standby_grace_needs_a_standby_cpu_and_is_positive() {
+fn standby_options_are_checked_before_the_network() {
     for args in [
         &["--standby-grace-us", "100"][..],
         &["--standby-cpu", "1", "--standby-grace-us", "0"][..],
         &["--standby-cpu", "x"][..],
+        &["--standby-cpu", "1024"][..],
     ] {
         let out = farm()
             .args(["--interface", "nonexistent0"])
