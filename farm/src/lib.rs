@@ -90,15 +90,21 @@ impl Farm {
         let mut threads = Vec::new();
         let s2 = shared.clone();
         let realtime = opts.realtime;
-        let standby = opts.standby;
-        if let Some(cfg) = standby {
+        // The I/O loop leaves the standby's CPU only when a standby thread exists.
+        let standby = opts.standby.filter(|cfg| {
             let parts = devs.iter().map(FarmDevice::standby_parts).collect();
-            match standby::spawn(sock.clone(), parts, shared.clone(), cfg, realtime) {
-                Ok(h) => threads.push(h),
+            match standby::spawn(sock.clone(), parts, shared.clone(), *cfg, realtime) {
+                Ok(h) => {
+                    threads.push(h);
+                    true
+                }
                 // Not the end of the farm: it runs as without --standby-cpu, and says so.
-                Err(e) => tracing::warn!(error = %e, "farm standby sender: no thread; no standby"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "farm standby sender: no thread; no standby");
+                    false
+                }
             }
-        }
+        });
         let io_thread = std::thread::Builder::new()
             .name("farm-io".into())
             .spawn(move || {

@@ -89,6 +89,9 @@ fn run(
         tracing::warn!(cpu = cfg.cpu, error = %e, "farm standby sender: cannot run on this CPU; no standby");
         return;
     }
+    if let Ok(mut c) = farm.io.standby_cpu.lock() {
+        *c = Some(cfg.cpu);
+    }
     if realtime {
         // Below the I/O loop's 50: sharing a CPU with it (a machine of one CPU), it never
         // delays the loop.

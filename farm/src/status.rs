@@ -275,6 +275,8 @@ pub struct IoCounters {
     pub max_wake_late_us: AtomicU64,
     pub max_pass_us: AtomicU64,
     last_slow_log_ns: AtomicU64,
+    /// The CPU the standby sender runs on, once it is pinned there (`None`: no standby).
+    pub standby_cpu: Mutex<Option<usize>>,
 }
 
 /// A pass of the farm's I/O loop this late or this long is counted and logged.
@@ -365,6 +367,7 @@ impl IoCounters {
             slow_passes: self.slow_passes.load(Ordering::Relaxed),
             max_wake_late_us: self.max_wake_late_us.load(Ordering::Relaxed),
             max_pass_us: self.max_pass_us.load(Ordering::Relaxed),
+            standby_cpu: self.standby_cpu.lock().map(|c| *c).unwrap_or(None),
             last_io_error: self
                 .last_error
                 .lock()
@@ -397,6 +400,10 @@ pub struct FarmView {
     pub max_wake_late_us: u64,
     #[serde(default)]
     pub max_pass_us: u64,
+    /// The CPU the standby sender runs on (`--standby-cpu`); null without one, or when it
+    /// could not run there (the log says why). Absent in the answer of an older farm: null.
+    #[serde(default)]
+    pub standby_cpu: Option<usize>,
     /// The last socket error in words ("" when there was none).
     pub last_io_error: String,
 }

@@ -210,6 +210,18 @@ fn the_farm_binary_serves_three_devices_to_the_controller_binary_with_a_clean_ca
     cmd.args(["--standby-cpu", "0", "--standby-grace-us", "1"]);
     let mut farm = Proc::spawn(cmd, "pn-farm");
     let views = wait_farm(&dev_ns, &mut farm, 3);
+    // The status view says where the standby runs (it pins itself at start).
+    let standby_cpu = || {
+        http(&dev_ns, "GET", "/api/farm", "")
+            .and_then(|r| serde_json::from_str::<Value>(common::body_of(&r)).ok())
+            .map(|v| v["standbyCpu"].clone())
+    };
+    assert!(
+        poll::until(Duration::from_secs(5), || standby_cpu()
+            == Some(Value::from(0))),
+        "/api/farm standbyCpu: {:?}",
+        standby_cpu()
+    );
     assert_eq!(views[0].name, "bin-dev-1");
 
     // DCP: every device answers with its own name and IP.

@@ -248,8 +248,8 @@ fn controller_discovers_connects_exchanges_reads_alarms_and_releases_farm_device
     let body = resp.split("\r\n\r\n").nth(1).unwrap_or_default();
     let fv: FarmView = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {resp}"));
     assert_eq!(
-        (fv.rx.as_str(), fv.rx_dropped, fv.rx_errors),
-        ("ring", 0, 0),
+        (fv.rx.as_str(), fv.rx_dropped, fv.rx_errors, fv.standby_cpu),
+        ("ring", 0, 0, None),
         "{fv:?}"
     );
     let page = http_get(&dev_ns, addr, "/");
