@@ -402,7 +402,7 @@ fn strip_ansi(line: &str) -> String {
 
 /// pn-farm's options for the daemons' `Cyclic` settings of `--standby` (`StandbyCpu` -1: none;
 /// `StandbyGraceUs` 0: the default grace).
-fn farm_standby_args(cyclic: &serde_json::Value) -> Vec<String> {
+pub(super) fn farm_standby_args(cyclic: &serde_json::Value) -> Vec<String> {
     let mut a = Vec::new();
     if let Some(cpu) = cyclic["StandbyCpu"].as_i64().filter(|c| *c >= 0) {
         a.extend(["--standby-cpu".to_string(), cpu.to_string()]);

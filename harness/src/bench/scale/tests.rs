@@ -268,3 +268,31 @@ fn the_bare_sender_sits_one_above_a_daemon_when_pinned_unless_asked() {
     assert!(prio(&["--bare-prio", "99"]).is_err());
     assert!(prio(&["--bare-prio", "0"]).is_err());
 }
+
+#[test]
+fn the_standby_settings_become_the_farms_options() {
+    use super::side::farm_standby_args;
+    let args = |cpu: i64, grace: u64| {
+        farm_standby_args(&serde_json::json!({"StandbyCpu": cpu, "StandbyGraceUs": grace}))
+    };
+    assert!(args(-1, 0).is_empty(), "no standby: no option");
+    assert!(
+        args(-1, 50).is_empty(),
+        "a grace without a standby is not passed"
+    );
+    assert_eq!(args(0, 0), ["--standby-cpu", "0"]);
+    assert_eq!(
+        args(1, 50),
+        ["--standby-cpu", "1", "--standby-grace-us", "50"]
+    );
+    // As StandbyArgs::settings builds them: --standby with --pin 1 puts it on CPU 0.
+    let sb = crate::bench::StandbyArgs {
+        standby: true,
+        standby_grace_us: 0,
+    };
+    assert_eq!(
+        farm_standby_args(&sb.settings(Some(1))),
+        ["--standby-cpu", "0"]
+    );
+    assert!(farm_standby_args(&sb.settings(None)).is_empty());
+}
