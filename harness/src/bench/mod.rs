@@ -12,6 +12,7 @@
 //! pass or fail on figures. Every command cleans up its namespaces on exit, error or Ctrl-C.
 
 pub mod cycle;
+pub mod ftrace;
 pub mod http;
 pub mod latency;
 pub mod pnet;
@@ -261,6 +262,16 @@ pub struct ScaleArgs {
     /// docs/decisions.md §38); 60, a daemon's own, shares the CPU on equal terms.
     #[arg(long, value_parser = clap::value_parser!(i32).range(1..=98))]
     pub bare_prio: Option<i32>,
+    /// Record the scheduler during the measurement (ftrace in memory: context switches,
+    /// real-time wake-ups, NET_RX softirqs, every CPU) and write, for each stall event, what
+    /// each CPU did around the stalled side's silence to FILE. Needs tracefs (root).
+    #[arg(long, value_name = "FILE")]
+    pub ftrace: Option<std::path::PathBuf>,
+    /// --ftrace's ring buffer per CPU (MB); beyond it the oldest events are overwritten (a
+    /// 250 us device used 2.4 MB/s of CPU 1's).
+    #[arg(long, default_value_t = 2000, requires = "ftrace",
+          value_parser = clap::value_parser!(u64).range(16..=65536))]
+    pub ftrace_buffer_mb: u64,
     #[command(flatten)]
     pub out: JsonOut,
 }

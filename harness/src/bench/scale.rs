@@ -240,6 +240,11 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
             (Some(b2), load, isolation)
         }
     };
+    let mut ftrace = opts
+        .ftrace
+        .as_ref()
+        .map(|_| trace::start(opts.ftrace_buffer_mb))
+        .transpose()?;
     nap(Duration::from_millis(500));
     rec.clear();
     let drops0 = rec.drops();
@@ -256,6 +261,9 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
     // not be attributed to a side (the bench's own work after it, e.g. handing over the
     // recorded frames, is not the devices' or the controller's).
     let end_real_ns = raw::realtime_ns();
+    if let Some(t) = ftrace.as_mut() {
+        t.stop();
+    }
     let recs = rec.take();
     let s1 = Snapshot::take(&pids, ars.1.as_ref(), &devs);
     let secs = (s1.mono_ns - s0.mono_ns) as f64 / 1e9;
@@ -402,6 +410,9 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
     };
     print_result(&r, macs.len(), &bare_report);
     write_json(&opts.out, &r)?;
+    if let (Some(t), Some(path)) = (&ftrace, &opts.ftrace) {
+        trace::report(t, &r.stall_events, dhf_ns, path)?;
+    }
     drop(ars);
     drop(rec);
     drop(devs);
@@ -712,6 +723,7 @@ mod report;
 mod side;
 mod stalls;
 mod threads;
+mod trace;
 
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,17 @@
 use super::stalls::{silent_before, StallCause};
 use super::*;
 
+/// `pn-lab bench scale` options as the command line gives them.
+fn scale_args(v: &[&str]) -> Result<super::super::ScaleArgs, clap::Error> {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        s: super::super::ScaleArgs,
+    }
+    Cli::try_parse_from(std::iter::once("x").chain(v.iter().copied())).map(|c| c.s)
+}
+
 #[test]
 fn rfc3339_timestamps() {
     assert_eq!(
@@ -233,15 +244,7 @@ fn trips_after_the_measurement_do_not_count() {
 #[test]
 fn the_bare_sender_keeps_its_own_phase_unless_asked() {
     use super::super::BarePhase;
-    use clap::Parser;
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        s: super::super::ScaleArgs,
-    }
-    let parse = |v: &[&str]| {
-        Cli::try_parse_from(std::iter::once("x").chain(v.iter().copied())).map(|c| c.s.bare_phase)
-    };
+    let parse = |v: &[&str]| scale_args(v).map(|s| s.bare_phase);
     // `start` by default: on the farm's grid the baseline delays the farm after a hold
     // (docs/benchmarks.md, session 13).
     assert_eq!(parse(&[]).unwrap(), BarePhase::Start);
@@ -251,16 +254,7 @@ fn the_bare_sender_keeps_its_own_phase_unless_asked() {
 
 #[test]
 fn the_bare_sender_sits_one_above_a_daemon_when_pinned_unless_asked() {
-    use clap::Parser;
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        s: super::super::ScaleArgs,
-    }
-    let prio = |v: &[&str]| {
-        Cli::try_parse_from(std::iter::once("x").chain(v.iter().copied()))
-            .map(|c| super::bare_prio(&c.s))
-    };
+    let prio = |v: &[&str]| scale_args(v).map(|s| super::bare_prio(&s));
     assert_eq!(prio(&[]).unwrap(), 60);
     assert_eq!(prio(&["--pin", "1"]).unwrap(), 61);
     // Equal terms with a daemon's cyclic thread (decisions §38).
@@ -295,4 +289,47 @@ fn the_standby_settings_become_the_farms_options() {
         ["--standby-cpu", "0"]
     );
     assert!(farm_standby_args(&sb.settings(None)).is_empty());
+}
+
+#[test]
+fn a_traced_event_window_spans_the_silence_or_the_receivers_data_hold_time() {
+    let ev = |silence_at_ns, silence_ns| StallEvent {
+        at_ns: 50_000_000,
+        device_trips: 1,
+        controller_expiries: 0,
+        cause: if silence_ns > 0 {
+            StallCause::Devices
+        } else {
+            StallCause::DevicesReceive
+        },
+        explained: false,
+        held: false,
+        other_held: false,
+        bare_max_gap_ns: 0,
+        silence_at_ns,
+        silence_ns,
+    };
+    // A silence of 1 ms from 40 ms: 0.6 ms before it to 0.3 ms after it.
+    assert_eq!(
+        trace::window(&ev(40_000_000, 1_000_000), 750_000),
+        (39_400_000, 41_300_000)
+    );
+    // No silence (a receiver late): the data-hold time and the trip report's slack before
+    // the trip, clamped at 0.
+    assert_eq!(trace::window(&ev(0, 0), 750_000), (0, 50_000_000));
+}
+
+#[test]
+fn the_trace_options_are_checked_at_the_command_line() {
+    let parse = |v: &[&str]| scale_args(v).map(|s| (s.ftrace, s.ftrace_buffer_mb));
+    assert_eq!(parse(&[]).unwrap(), (None, 2000));
+    assert_eq!(
+        parse(&["--ftrace", "t.txt", "--ftrace-buffer-mb", "500"]).unwrap(),
+        (Some("t.txt".into()), 500)
+    );
+    assert!(
+        parse(&["--ftrace-buffer-mb", "500"]).is_err(),
+        "a buffer without a trace"
+    );
+    assert!(parse(&["--ftrace", "t.txt", "--ftrace-buffer-mb", "8"]).is_err());
 }
