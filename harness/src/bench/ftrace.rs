@@ -44,8 +44,10 @@ fn write(dir: &Path, file: &str, v: &str) -> Result<(), String> {
 }
 
 impl Session {
-    /// Create the instance `name` with `buffer_mb` per CPU and start tracing.
-    pub fn start(name: &str, buffer_mb: u64) -> Result<Session, String> {
+    /// Create the instance `name` with `buffer_mb` per CPU, its events set up, not yet
+    /// recording ([`Session::record`]). The kernel allocates the buffer here, which takes
+    /// seconds for gigabytes: do it before anything of the run is timed.
+    pub fn create(name: &str, buffer_mb: u64) -> Result<Session, String> {
         let root = TRACEFS
             .iter()
             .map(Path::new)
@@ -60,6 +62,8 @@ impl Session {
             offset_start: 0,
             offset_stop: None,
         };
+        // A new instance records from the start: off until the run asks.
+        write(&s.dir, "tracing_on", "0")?;
         write(&s.dir, "trace_clock", "mono")?;
         write(&s.dir, "buffer_size_kb", &(buffer_mb * 1024).to_string())?;
         let ev = s.dir.join("events");
@@ -76,10 +80,13 @@ impl Session {
         ] {
             write(&ev, &format!("{e}/enable"), "1")?;
         }
-        let mut s = s;
-        s.offset_start = clock_offset();
-        write(&s.dir, "tracing_on", "1")?;
         Ok(s)
+    }
+
+    /// Start recording.
+    pub fn record(&mut self) -> Result<(), String> {
+        self.offset_start = clock_offset();
+        write(&self.dir, "tracing_on", "1")
     }
 
     /// Stop recording (the buffer is kept for [`Session::windows`]).

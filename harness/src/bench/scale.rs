@@ -156,6 +156,11 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
     let hires = opts.hires == OnOff::On;
     check_args(opts)?;
     println!("machine: {}", raw::machine());
+    let mut ftrace = opts
+        .ftrace
+        .as_ref()
+        .map(|_| trace::create(opts.ftrace_buffer_mb))
+        .transpose()?;
     let loadavg_before = raw::loadavg1();
     let (_dir, ctl_ns, br, devs) = lab(opts, hires)?;
     devs.wait_ready()?;
@@ -240,11 +245,9 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
             (Some(b2), load, isolation)
         }
     };
-    let mut ftrace = opts
-        .ftrace
-        .as_ref()
-        .map(|_| trace::start(opts.ftrace_buffer_mb))
-        .transpose()?;
+    if let Some(t) = ftrace.as_mut() {
+        t.record()?;
+    }
     nap(Duration::from_millis(500));
     rec.clear();
     let drops0 = rec.drops();
@@ -283,6 +286,17 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
     let macs = rec.macs();
     let st = streams(&recs, macs.len(), period_ns, dhf);
     let (mut per, ctl_ts, bare_ts) = (st.per, st.ctl, st.bare);
+    // The baseline must cover the whole measurement, or the stalls after its end have nothing
+    // to be held against (it runs two seconds longer than the measurement from its start).
+    if let Some(&last) = bare_ts.last() {
+        let short = end_real_ns.saturating_sub(last);
+        if short > 10 * period_ns {
+            println!(
+                "warning: the bare sender beside the devices stopped {:.1} s before the end of the measurement; stalls after it cannot be held against it",
+                short as f64 / 1e9
+            );
+        }
+    }
     per.sort_by(|a, b| a.dev_p99.total_cmp(&b.dev_p99));
     let worst = per.last().cloned().unwrap_or_default();
     let median = per.get(per.len() / 2).map_or(0.0, |s| s.dev_p99);

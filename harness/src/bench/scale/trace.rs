@@ -19,10 +19,14 @@ const MAX_LINES: usize = 3000;
 const BEFORE_NS: u64 = 600_000;
 const AFTER_NS: u64 = 300_000;
 
-/// Start the trace (`buffer_mb` per CPU).
-pub(super) fn start(buffer_mb: u64) -> Result<Session, String> {
-    let s = Session::start("pn-bench-scale", buffer_mb)?;
-    println!("ftrace: recording switches, real-time wake-ups and NET_RX softirqs ({buffer_mb} MB per CPU)");
+/// Set the trace up (`buffer_mb` per CPU), before the lab: allocating the buffer takes
+/// seconds (27 s for 3 GB per CPU here), which must not fall between the start of the bare
+/// senders and the measurement's.
+pub(super) fn create(buffer_mb: u64) -> Result<Session, String> {
+    let s = Session::create("pn-bench-scale", buffer_mb)?;
+    println!(
+        "ftrace: switches, real-time wake-ups and NET_RX softirqs, {buffer_mb} MB per CPU, recorded during the measurement"
+    );
     Ok(s)
 }
 
