@@ -26,7 +26,8 @@ const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 /// was not running the guest then, or ran it in slices.
 pub const HOLE_NS: u64 = 60_000;
 
-/// A running trace (tracing on until [`Session::stop`]); the instance is removed on drop.
+/// A trace instance: set up by [`Session::create`], recording from [`Session::record`] to
+/// [`Session::stop`], read by [`Session::windows`]; removed (its buffer freed) on drop.
 pub struct Session {
     dir: PathBuf,
     /// CLOCK_REALTIME - CLOCK_MONOTONIC at the start (ns): the bench's times are real time,
@@ -102,8 +103,8 @@ impl Session {
         (real_ns as i64 - off).max(0) as u64
     }
 
-    /// Events each CPU's ring buffer overwrote (lost at its start) and its oldest event
-    /// (monotonic ns): whether the windows asked for are still in it.
+    /// Events each CPU's ring buffer overwrote (lost from the start of the recording), by
+    /// CPU: non-zero means the earliest windows may be incomplete.
     pub fn overruns(&self) -> Vec<(usize, u64)> {
         (0..)
             .map_while(|cpu| {
@@ -122,19 +123,28 @@ impl Session {
             .map(|&(a, b)| (self.to_mono(a), self.to_mono(b)))
             .collect();
         let f = fs::File::open(self.dir.join("trace")).map_err(|e| format!("ftrace: {e}"))?;
-        let mut out = vec![Vec::new(); windows.len()];
-        for line in BufReader::with_capacity(1 << 20, f).lines() {
-            let line = line.map_err(|e| format!("ftrace: {e}"))?;
-            let Some(r) = Record::parse(&line) else {
-                continue;
-            };
-            for (i, &(a, b)) in mono.iter().enumerate() {
-                if (a..=b).contains(&r.t_ns) {
-                    out[i].push(r.clone());
-                }
+        bucket(BufReader::with_capacity(1 << 20, f), &mono).map_err(|e| format!("ftrace: {e}"))
+    }
+}
+
+/// The records of the trace text `rd` in each of `windows` (monotonic ns, inclusive).
+fn bucket(mut rd: impl BufRead, windows: &[(u64, u64)]) -> std::io::Result<Vec<Vec<Record>>> {
+    let mut out = vec![Vec::new(); windows.len()];
+    let mut buf = Vec::with_capacity(256);
+    loop {
+        buf.clear();
+        // Bytes, not `lines()`: a thread name need not be UTF-8.
+        if rd.read_until(b'\n', &mut buf)? == 0 {
+            return Ok(out);
+        }
+        let Some(r) = Record::parse(&String::from_utf8_lossy(&buf)) else {
+            continue;
+        };
+        for (i, &(a, b)) in windows.iter().enumerate() {
+            if (a..=b).contains(&r.t_ns) {
+                out[i].push(r.clone());
             }
         }
-        Ok(out)
     }
 }
 
@@ -469,6 +479,32 @@ mod tests {
             ]
         );
         assert_eq!(w.sends, vec![("pn-cyclic".into(), vec![250_000])]);
+    }
+
+    #[test]
+    fn the_trace_text_is_cut_into_overlapping_windows_and_bad_bytes_do_not_stop_it() {
+        let mut text = b"# tracer: nop\n".to_vec();
+        text.extend_from_slice(b"  a-1 [000] d..2. 1.000010: sched_wakeup: comm=x pid=2 prio=39\n");
+        text.extend_from_slice(b"  b\xff-2 [001] d..2. 1.000020: softirq_entry: vec=3\n");
+        text.extend_from_slice(b"  c-3 [001] d..2. 1.000030: softirq_exit: vec=3");
+        let w = bucket(
+            std::io::Cursor::new(text),
+            &[
+                (1_000_010_000, 1_000_020_000),
+                (1_000_020_000, 1_000_040_000),
+                (0, 5),
+            ],
+        )
+        .expect("read");
+        let times = |i: usize| w[i].iter().map(|r| r.t_ns).collect::<Vec<_>>();
+        assert_eq!(times(0), [1_000_010_000, 1_000_020_000]);
+        assert_eq!(
+            times(1),
+            [1_000_020_000, 1_000_030_000],
+            "the last line has no newline"
+        );
+        assert!(times(2).is_empty());
+        assert_eq!(w[0][1].comm, "b\u{fffd}");
     }
 
     #[test]
