@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use pn_client::{Address, Client, ClientOptions, DiagEntry, Error, ResetMode, ValueType};
+use pn_client::{Address, Client, ClientOptions, DiagEntry, Error, ResetMode, Timeouts, ValueType};
 use serde_json::{json, Value};
 
 use crate::output::{
@@ -10,12 +10,24 @@ use crate::output::{
 };
 use crate::{Cli, Cmd, DiagCmd, OnOff, ResetArg, EXIT_FAILED, EXIT_OK};
 
-pub(crate) async fn run(cli: Cli, out: &Out) -> Result<u8, Error> {
-    let client = Client::with_options(ClientOptions {
+/// pnctl's client: the spec's timeouts (section 8), except that `read` and `write`, which go
+/// through the library's cached process-data path (500 ms, for programs that poll it every
+/// cycle), wait as long as any other one-shot call, 5 s: a command typed on a busy machine
+/// must not call a live service unreachable (decisions §42).
+pub(crate) fn client_options(cli: &Cli) -> ClientOptions {
+    let t = Timeouts::default();
+    ClientOptions {
         base_url: cli.url.clone(),
         api_key: cli.api_key.clone(),
-        ..ClientOptions::default()
-    })?;
+        timeouts: Timeouts {
+            io_path: t.other,
+            ..t
+        },
+    }
+}
+
+pub(crate) async fn run(cli: Cli, out: &Out) -> Result<u8, Error> {
+    let client = Client::with_options(client_options(&cli))?;
     match cli.cmd {
         Cmd::Dashboard { listen } => dashboard(&cli.url, cli.api_key.clone(), listen, out).await,
         Cmd::Status => status(&client, out).await,
@@ -498,4 +510,22 @@ async fn timer(client: &Client, state: OnOff, out: &Out) -> Result<u8, Error> {
         );
     }
     Ok(if r.ok { EXIT_OK } else { EXIT_FAILED })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn a_command_waits_for_a_read_or_write_as_for_any_other_call() {
+        let cli = Cli::try_parse_from(["pnctl", "--api-key", "k", "write", "IW2", "1"]).unwrap();
+        let o = client_options(&cli);
+        assert_eq!(o.timeouts.io_path, Duration::from_secs(5));
+        assert_eq!(o.timeouts.other, Duration::from_secs(5));
+        assert_eq!(o.timeouts.poll, Duration::from_secs(2));
+        assert_eq!(o.timeouts.start_stop, Duration::from_secs(15));
+        assert_eq!(o.api_key.as_deref(), Some("k"));
+    }
 }
