@@ -187,7 +187,11 @@ impl Record {
         let ts = head.split_whitespace().last()?;
         let (secs, frac) = ts.split_once('.')?;
         let frac_ns: u64 = format!("{frac:0<9}").get(..9)?.parse().ok()?;
-        let t_ns = secs.parse::<u64>().ok()?.checked_mul(1_000_000_000)? + frac_ns;
+        let t_ns = secs
+            .parse::<u64>()
+            .ok()?
+            .checked_mul(1_000_000_000)?
+            .checked_add(frac_ns)?;
         let (event, args) = tail.split_once(": ").unwrap_or((tail, ""));
         Some(Record {
             t_ns,

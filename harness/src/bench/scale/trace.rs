@@ -38,7 +38,9 @@ pub(super) fn window(e: &StallEvent, dhf_ns: u64) -> (u64, u64) {
     } else {
         (
             e.silence_at_ns.saturating_sub(BEFORE_NS),
-            e.silence_at_ns + e.silence_ns + AFTER_NS,
+            e.silence_at_ns
+                .saturating_add(e.silence_ns)
+                .saturating_add(AFTER_NS),
         )
     }
 }
