@@ -89,3 +89,27 @@ fn every_binary_says_its_version() {
         assert!(out.contains(env!("CARGO_PKG_VERSION")), "{name}: {out}");
     }
 }
+
+#[test]
+fn an_unwritable_trace_report_fails_before_the_benchmark_starts() {
+    let o = Command::new(bin("pn-lab"))
+        .args(["bench", "scale", "--devices", "1", "--seconds", "1"])
+        .args([
+            "--ftrace",
+            "/nonexistent-dir/trace.txt",
+            "--json",
+            "/dev/null",
+        ])
+        .output()
+        .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_ne!(o.status.code(), Some(0), "{out} {err}");
+    assert!(
+        err.contains("--ftrace /nonexistent-dir/trace.txt"),
+        "the error names the option and the path: {err}"
+    );
+    assert!(!out.contains("connected"), "no lab was set up: {out}");
+}

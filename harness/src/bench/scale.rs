@@ -159,7 +159,7 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
     let mut ftrace = opts
         .ftrace
         .as_ref()
-        .map(|_| trace::create(opts.ftrace_buffer_mb))
+        .map(|path| trace::create(opts.ftrace_buffer_mb, path))
         .transpose()?;
     let loadavg_before = raw::loadavg1();
     let (_dir, ctl_ns, br, devs) = lab(opts, hires)?;

@@ -22,7 +22,10 @@ const AFTER_NS: u64 = 300_000;
 /// Set the trace up (`buffer_mb` per CPU), before the lab: allocating the buffer takes
 /// seconds (27 s for 3 GB per CPU here), which must not fall between the start of the bare
 /// senders and the measurement's.
-pub(super) fn create(buffer_mb: u64) -> Result<Session, String> {
+/// The report file is created here too, so that a path that cannot be written fails now, not
+/// after the run (when the trace would be lost with it).
+pub(super) fn create(buffer_mb: u64, path: &Path) -> Result<Session, String> {
+    std::fs::File::create(path).map_err(|e| format!("--ftrace {}: {e}", path.display()))?;
     let s = Session::create("pn-bench-scale", buffer_mb)?;
     println!(
         "ftrace: switches, real-time wake-ups and NET_RX softirqs, {buffer_mb} MB per CPU, recorded during the measurement"
