@@ -206,7 +206,7 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
     )?;
     // Pinned: a second bare sender on the controller's bridge shares the controller's CPUs,
     // the baseline of the controller's stalls as the first is of the devices'.
-    let (_ctl_bare, _load, _isolation) = match opts.pin {
+    let (ctl_bare_sender, load, isolation) = match opts.pin {
         None => (None, None, None),
         Some(cpu) => {
             let others = raw::other_cpus(cpu);
@@ -424,13 +424,16 @@ pub fn run(opts: &ScaleArgs) -> Result<(), String> {
     };
     print_result(&r, macs.len(), &bare_report);
     write_json(&opts.out, &r)?;
-    if let (Some(t), Some(path)) = (&ftrace, &opts.ftrace) {
-        trace::report(t, &r.stall_events, dhf_ns, path)?;
-    }
+    // The lab and the load go before the trace is read: reading gigabytes of ring buffer
+    // beside a busy thread and data exchange took minutes (session 20).
     drop(ars);
     drop(rec);
     drop(devs);
     drop(ctl_ns);
+    drop((load, ctl_bare_sender, isolation));
+    if let (Some(t), Some(path)) = (&ftrace, &opts.ftrace) {
+        trace::report(t, &r.stall_events, dhf_ns, path)?;
+    }
     Ok(())
 }
 
